@@ -1,0 +1,134 @@
+"""The exceptions epbuf raises. All of them are ``ValueError`` subclasses.
+
+Every message is one line that names the argument (its Python name and its
+command-line option), the offending value and what is allowed, so the CLI can
+print ``str(error)`` as it is and exit with status 2.
+
+``EpbufError``
+    Root of everything below; catch this to guard a configuration.
+``InvalidArgumentError``
+    One or more arguments are malformed or out of the range upstream accepts
+    (e.g. ``num_topk`` above 32, ``num_ranks`` above 256 on Ascend). Carries
+    ``problems``: a tuple of :class:`Problem`.
+``UnknownNameError``
+    A model, device, backend or engine name that epbuf does not know.
+``ConfigFileError``
+    A ``config.json`` (or other input file) that is missing, unreadable, not JSON or
+    lacks a key.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EpbufError",
+    "InvalidArgumentError",
+    "UnknownNameError",
+    "ConfigFileError",
+    "Problem",
+    "Checker",
+    "option_for",
+]
+
+# Python argument name -> command-line option. One table, so messages name both.
+_OPTIONS = {
+    "hidden": "--hidden",
+    "num_topk": "--topk",
+    "num_experts": "--experts",
+    "num_ranks": "--ranks",
+    "num_max_tokens_per_rank": "--tokens",
+    "num_ranks_per_node": "--gpus-per-node",
+    "num_nodes": "--nodes",
+    "num_redundant_experts": "--redundant-experts",
+    "num_shared_experts": "--shared-experts",
+    "num_sf_packs": "--sf-packs",
+    "num_sms": "--num-sms",
+    "deepep_version": "--deepep-version",
+    "budget": "--budget",
+    "hbm": "--hbm",
+    "backend": "--backend",
+}
+
+
+def option_for(argument: str) -> str:
+    """The CLI option of a Python argument name (``num_ranks -> --ranks``)."""
+    return _OPTIONS.get(argument, "--" + argument.replace("_", "-"))
+
+
+class EpbufError(ValueError):
+    """Root of all epbuf errors (a ``ValueError``)."""
+
+
+class Problem:
+    """One invalid argument: its name, the value given and what upstream allows."""
+
+    __slots__ = ("argument", "value", "allowed")
+
+    def __init__(self, argument: str, value: object, allowed: str) -> None:
+        self.argument = argument
+        self.value = value
+        self.allowed = allowed
+
+    def __str__(self) -> str:
+        return f"{option_for(self.argument)} ({self.argument}) = {self.value!r}: {self.allowed}"
+
+    def __repr__(self) -> str:
+        return f"Problem({self.argument!r}, {self.value!r}, {self.allowed!r})"
+
+
+class InvalidArgumentError(EpbufError):
+    """Arguments outside what upstream accepts; ``problems`` lists each one."""
+
+    def __init__(self, problems: list[Problem] | tuple[Problem, ...]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("; ".join(str(p) for p in self.problems))
+
+
+class UnknownNameError(EpbufError):
+    """A model / device / backend / engine name epbuf does not know."""
+
+
+class ConfigFileError(EpbufError):
+    """An input file that is missing, unreadable, not JSON or lacks a key."""
+
+
+class Checker:
+    """Collects every problem of one configuration, then raises them together.
+
+    >>> c = Checker()
+    >>> c.int_range("num_topk", 40, 0, 32, "kNumTopk <= 32")
+    False
+    >>> c.raise_if_any()
+    Traceback (most recent call last):
+    ...
+    epbuf.errors.InvalidArgumentError: --topk (num_topk) = 40: allowed 0..32 (kNumTopk <= 32)
+    """
+
+    __slots__ = ("problems",)
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def add(self, argument: str, value: object, allowed: str) -> None:
+        self.problems.append(Problem(argument, value, allowed))
+
+    def integer(self, argument: str, value: object) -> bool:
+        """True when ``value`` is a plain ``int`` (bools are rejected)."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.add(argument, value, "must be an integer")
+            return False
+        return True
+
+    def int_range(self, argument: str, value: object, lo: int, hi: int | None, why: str = "") -> bool:
+        """Check ``lo <= value <= hi`` (``hi=None``: no upper bound)."""
+        if not self.integer(argument, value):
+            return False
+        assert isinstance(value, int)
+        if value < lo or (hi is not None and value > hi):
+            allowed = f"allowed {lo}..{hi}" if hi is not None else f"allowed >= {lo}"
+            self.add(argument, value, allowed + (f" ({why})" if why else ""))
+            return False
+        return True
+
+    def raise_if_any(self) -> None:
+        if self.problems:
+            raise InvalidArgumentError(self.problems)

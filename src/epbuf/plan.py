@@ -1,0 +1,167 @@
+"""A :class:`Plan` (model shape + topology + tokens + dtype) and the backend-agnostic entry points.
+
+>>> from epbuf.plan import Plan, report
+>>> plan = Plan(hidden=7168, num_topk=6, num_experts=256, num_ranks=8, num_max_tokens_per_rank=4096)
+>>> report(plan, "ascend").buffer("EP buffer").num_bytes
+354418688
+
+A plan holds every knob any backend reads; each backend uses the ones it needs and
+lists them in ``Report.inputs``. Generic checks (positive integers, a topology that
+divides evenly) happen here; each backend checks its own upstream limits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .errors import Checker, UnknownNameError
+from .report import Report
+from .units import INT32_MAX
+
+__all__ = ["Plan", "report", "compare", "BACKENDS", "backend_names", "get_backend"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Plan:
+    """The inputs of a buffer-size question.
+
+    Attributes:
+        hidden: model hidden size (elements per token).
+        num_topk: experts each token is routed to (0 = unspecified; backends that accept
+            it reserve their maximum, 32).
+        num_experts: routed experts of the model (logical experts).
+        num_ranks: expert-parallel size (devices sharing the buffer).
+        num_max_tokens_per_rank: the most tokens one rank dispatches in one call.
+        use_fp8_dispatch: FP8 dispatch with scale factors (``False``: BF16).
+        num_ranks_per_node: scale-up domain size (GPUs/NPUs per node or NVLink domain);
+            ``None`` means ``min(num_ranks, 8)``.
+        scaleup_is_nvlink: whether the scale-up domain is NVLink (DeepEP V2's logical domain).
+        allow_hybrid_mode: DeepEP V2 ``allow_hybrid_mode`` (scale-out via RDMA when more than one node).
+        allow_multiple_reduction: DeepEP V2 ``allow_multiple_reduction`` for combine.
+        num_redundant_experts: EPLB redundant experts added to ``num_experts`` (what the
+            engine passes to the library as its expert count).
+        num_sf_packs: Ascend only: scale-factor packs a real FP8 dispatch sends per token
+            (``None``: ``ceil(hidden / 128) * 2``, one fp32 scale per 128 elements viewed as two int16).
+        deepep_version: DeepEP formula generation (backend-specific names; ``None`` = newest).
+        num_sms: DeepEP V1 ``Buffer.num_sms`` for the default configs (``None`` = upstream default).
+        deepep_config: DeepEP V1 ``Config`` to size with instead of the default dispatch and
+            combine configs (an ``epbuf.backends.deepep_v1.Config``; ``None`` = the defaults).
+        model: a label for reports (preset name), not used in arithmetic.
+    """
+
+    hidden: int
+    num_topk: int
+    num_experts: int
+    num_ranks: int
+    num_max_tokens_per_rank: int
+    use_fp8_dispatch: bool = True
+    num_ranks_per_node: int | None = None
+    scaleup_is_nvlink: bool = True
+    allow_hybrid_mode: bool = True
+    allow_multiple_reduction: bool = True
+    num_redundant_experts: int = 0
+    num_sf_packs: int | None = None
+    deepep_version: str | None = None
+    num_sms: int | None = None
+    deepep_config: object | None = None
+    model: str = ""
+
+    def __post_init__(self) -> None:
+        c = Checker()
+        c.int_range("hidden", self.hidden, 1, INT32_MAX, "a positive int32, as upstream stores it")
+        c.int_range("num_topk", self.num_topk, 0, None, "0 means unspecified")
+        c.int_range("num_experts", self.num_experts, 1, INT32_MAX)
+        ranks_ok = c.int_range("num_ranks", self.num_ranks, 1, INT32_MAX)
+        c.int_range("num_max_tokens_per_rank", self.num_max_tokens_per_rank, 1, INT32_MAX, "a positive int32")
+        c.int_range("num_redundant_experts", self.num_redundant_experts, 0, INT32_MAX)
+        if self.num_sf_packs is not None:
+            c.int_range("num_sf_packs", self.num_sf_packs, 0, INT32_MAX)
+        if self.num_sms is not None:
+            c.int_range("num_sms", self.num_sms, 2, None, "DeepEP V1 uses num_sms / 2 channels")
+        if self.num_ranks_per_node is not None:
+            per_node_ok = c.int_range("num_ranks_per_node", self.num_ranks_per_node, 1, INT32_MAX)
+            if ranks_ok and per_node_ok and self.num_ranks % self.num_ranks_per_node != 0:
+                c.add(
+                    "num_ranks_per_node",
+                    self.num_ranks_per_node,
+                    f"must divide num_ranks = {self.num_ranks} (ranks = nodes x ranks per node)",
+                )
+        for name in ("use_fp8_dispatch", "scaleup_is_nvlink", "allow_hybrid_mode", "allow_multiple_reduction"):
+            if not isinstance(getattr(self, name), bool):
+                c.add(name, getattr(self, name), "must be True or False")
+        c.raise_if_any()
+
+    @property
+    def ranks_per_node(self) -> int:
+        """Scale-up domain size after the default (``min(num_ranks, 8)``)."""
+        if self.num_ranks_per_node is not None:
+            return self.num_ranks_per_node
+        return min(self.num_ranks, 8)
+
+    @property
+    def num_nodes(self) -> int:
+        return self.num_ranks // self.ranks_per_node
+
+    @property
+    def num_total_experts(self) -> int:
+        """Experts the library sees: routed plus EPLB redundant."""
+        return self.num_experts + self.num_redundant_experts
+
+    def replace(self, **changes: object) -> "Plan":
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+# name -> (module, function, one-line description). Modules are imported on first use
+# so that a query for one backend never pays for the others.
+BACKENDS: dict[str, tuple[str, str, str]] = {
+    "ascend": ("epbuf.backends.ascend", "report", "DeepEP-Ascend EPBuffer (Huawei Ascend NPUs)"),
+    "deepep-v2": ("epbuf.backends.deepep_v2", "report", "DeepEP V2 ElasticBuffer / EPBuffer (NVIDIA)"),
+    "deepep-v1": ("epbuf.backends.deepep_v1", "report_normal", "DeepEP V1 legacy normal mode: NVL + RDMA buffers (NVIDIA)"),
+    "deepep-ll": ("epbuf.backends.deepep_v1", "report_low_latency", "DeepEP V1 legacy low-latency RDMA buffer (NVIDIA)"),
+}
+
+
+def backend_names() -> tuple[str, ...]:
+    return tuple(BACKENDS)
+
+
+def get_backend(name: str):
+    """The ``report(plan) -> Report`` function of backend ``name``."""
+    try:
+        module_name, function, _ = BACKENDS[name]
+    except KeyError:
+        raise UnknownNameError(
+            f"--backend (backend) = {name!r}: unknown; choose one of {', '.join(BACKENDS)}"
+        ) from None
+    import importlib
+
+    return getattr(importlib.import_module(module_name), function)
+
+
+def report(plan: Plan, backend: str = "ascend") -> Report:
+    """Size every buffer ``backend`` allocates for ``plan``.
+
+    Raises:
+        UnknownNameError: ``backend`` is not one of :func:`backend_names`.
+        InvalidArgumentError: the plan breaks one of the backend's upstream limits.
+    """
+    return get_backend(backend)(plan)
+
+
+def compare(plan: Plan, backends: tuple[str, ...] | list[str] | None = None) -> dict[str, Report | Exception]:
+    """Reports of several backends for the same plan; a backend whose limits the plan
+    breaks maps to its :class:`~epbuf.errors.EpbufError` instead of a report."""
+    from .errors import EpbufError
+
+    results: dict[str, Report | Exception] = {}
+    for name in backends or backend_names():
+        try:
+            results[name] = report(plan, name)
+        except EpbufError as error:
+            results[name] = error
+    return results

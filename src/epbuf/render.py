@@ -1,0 +1,142 @@
+"""Text rendering of reports for people. No arithmetic beyond formatting lives here."""
+
+from __future__ import annotations
+
+from .report import RecordLayout, Report
+from .units import format_bytes, format_int
+
+__all__ = ["table", "bytes_cell", "render_report", "render_layout", "render_inputs"]
+
+
+def table(headers: list[str], rows: list[list[str]], right: set[int] | None = None, indent: str = "  ") -> str:
+    """A plain-text table; columns in ``right`` are right-aligned (numbers)."""
+    right = right or set()
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def line(cells: list[str]) -> str:
+        parts = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)]
+        return (indent + "  ".join(parts)).rstrip()
+
+    out = [line(headers), indent + "  ".join("-" * w for w in widths)]
+    out.extend(line(r) for r in rows)
+    return "\n".join(out)
+
+
+def bytes_cell(num_bytes: int) -> str:
+    """``354,418,688 B (338.00 MiB)``; small values without the IEC part."""
+    if num_bytes < 1024:
+        return f"{format_int(num_bytes)} B"
+    return f"{format_int(num_bytes)} B ({format_bytes(num_bytes)})"
+
+
+def render_inputs(inputs: dict) -> str:
+    return ", ".join(f"{k}={_value(v)}" for k, v in inputs.items() if v is not None)
+
+
+def _value(v: object) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return format_int(v)
+    return str(v)
+
+
+def _record_summary(record: RecordLayout) -> str:
+    parts = []
+    for f in record.fields:
+        if f.is_padding:
+            parts.append(f"pad {f.num_bytes}")
+        else:
+            parts.append(f"{f.name} {f.num_bytes}")
+    return " | ".join(parts)
+
+
+def render_report(report: Report, device: tuple[str, int] | None = None, verbose: bool = False) -> str:
+    """The human form of ``epbuf hint``: records, buffers with their regions, totals,
+    findings and limits. ``device`` is ``(name, capacity bytes)`` for the share line."""
+    out = [f"{report.title}", f"  upstream: {report.upstream}", f"  inputs:   {render_inputs(report.inputs)}", ""]
+
+    if report.records:
+        out.append("Token records (bytes per slot)")
+        rows = [[r.name, format_int(r.num_bytes), _record_summary(r)] for r in report.records]
+        out.append(table(["record", "bytes", "fields (bytes, in order)"], rows, right={1}))
+        out.append("")
+
+    for b in report.buffers:
+        rule = {"max": "max of the regions (they reuse the memory)", "sum": "sum of the regions"}[b.rule]
+        align_text = f", aligned to {format_bytes(b.alignment)}" if b.alignment > 1 else ""
+        out.append(f"{b.name} = {rule}{align_text}" + (f"   [{b.source}]" if b.source else ""))
+        rows = []
+        for r in b.regions:
+            used = format_int(r.num_bytes_used) if r.num_bytes_used != r.num_bytes else "same"
+            rows.append([r.name, format_int(r.num_bytes), format_bytes(r.num_bytes), used, r.formula])
+        out.append(table(["region", "hint bytes", "", "real run", "formula"], rows, right={1, 2, 3}))
+        if b.rule == "max" and len(b.regions) > 1:
+            largest = b.binding_region()
+            out.append(f"  max:               {bytes_cell(largest.num_bytes)}   ({largest.name})")
+        out.append(f"  allocated (hint):  {bytes_cell(b.num_bytes)}")
+        if b.num_bytes_needed != b.num_bytes:
+            out.append(f"  real need:         {bytes_cell(b.num_bytes_needed)}   "
+                       f"(hint over-reserves {bytes_cell(b.num_bytes - b.num_bytes_needed)})")
+        else:
+            out.append(f"  real need:         {bytes_cell(b.num_bytes_needed)}   (the hint reserves exactly this)")
+        out.append("")
+
+    if len(report.buffers) > 1:
+        out.append(f"Total device allocation: {bytes_cell(report.num_bytes)}"
+                   f"   (real need {bytes_cell(report.num_bytes_needed)})")
+    if device is not None:
+        name, capacity = device
+        share = report.num_bytes / capacity * 100
+        out.append(f"Share of {name} memory ({format_bytes(capacity)}): {share:.2f} %")
+    if len(report.buffers) > 1 or device is not None:
+        out.append("")
+
+    if report.findings:
+        out.append("Findings")
+        for f in report.findings:
+            out.append(f"  {f.severity}: {f.message}  [{f.code}]")
+        out.append("")
+
+    failed = report.failed_limits()
+    shown = report.limits if verbose else failed
+    if shown:
+        out.append("Limits" + ("" if verbose else " broken"))
+        rows = [[lim.name, format_int(lim.value), lim.relation, format_int(lim.bound), "ok" if lim.ok else "BROKEN",
+                 lim.source] for lim in shown]
+        out.append(table(["limit", "value", "", "bound", "", "source"], rows, right={1, 3}))
+    else:
+        out.append(f"Limits: all {len(report.limits)} upstream limits hold (--verbose lists them)")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_layout(report: Report) -> str:
+    """The byte map of every token record: offset, end, size, field, element type x count."""
+    out = [f"{report.title} — token record byte maps", f"  inputs: {render_inputs(report.inputs)}", ""]
+    for record in report.records:
+        view = f", {record.view} view" if record.view else ""
+        out.append(f"{record.name}: {format_int(record.num_bytes)} B per record{view}")
+        rows = []
+        for f in record.fields:
+            what = "" if f.is_padding else f"{f.dtype} x {format_int(f.count)}"
+            rows.append([format_int(f.offset), format_int(f.end), format_int(f.num_bytes), f.name, what])
+        out.append(table(["offset", "end", "bytes", "field", "elements"], rows, right={0, 1, 2}))
+        over = record.overrun_bytes()
+        pad = record.padding_bytes()
+        out.append(f"  padding {format_int(pad)} B ({pad / record.num_bytes * 100:.1f} %)"
+                   + (f"; fields end {over} B past the record" if over else ""))
+        out.append("")
+    for b in report.buffers:
+        for r in b.regions:
+            if r.formula:
+                out.append(f"{r.name}: {r.formula} = {bytes_cell(r.num_bytes)}")
+    mismatches = [f for f in report.findings if f.severity in ("error", "warning")]
+    if mismatches:
+        out.append("")
+        out.append("Findings")
+        for f in mismatches:
+            out.append(f"  {f.severity}: {f.message}  [{f.code}]")
+    return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,93 @@
+"""Integer helpers shared by every backend, and byte formatting at the edges.
+
+Upstream computes sizes with C++ integer arithmetic on non-negative values, so
+``ceil_div``/``align`` below are the exact Python equivalents of
+``deep_ep::math::ceil_div`` / ``math::align`` (DeepEP-Ascend
+``deep_ep/include/deep_ep/common/math.hpp:24-32``; DeepEP ``common/math.cuh``):
+``(a + b - 1) / b`` and ``ceil_div(a, b) * b``.
+
+>>> align(7000, 32)
+7008
+>>> format_bytes(354_418_688)
+'338.00 MiB'
+>>> parse_bytes("8GiB")
+8589934592
+>>> parse_bytes("3e9")
+3000000000
+"""
+
+from __future__ import annotations
+
+import re
+
+KiB = 1 << 10
+MiB = 1 << 20
+GiB = 1 << 30
+TiB = 1 << 40
+
+INT32_MAX = (1 << 31) - 1
+INT64_MAX = (1 << 63) - 1
+
+
+def ceil_div(a: int, b: int) -> int:
+    """``(a + b - 1) / b`` for ``a >= 0``, ``b > 0`` — upstream's rounding-up division."""
+    return (a + b - 1) // b
+
+
+def align(a: int, b: int) -> int:
+    """Round ``a`` up to a multiple of ``b`` (``ceil_div(a, b) * b``)."""
+    return (a + b - 1) // b * b
+
+
+_IEC = (("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB))
+
+
+def format_bytes(num_bytes: int) -> str:
+    """IEC units with two decimals: ``1536 -> '1.50 KiB'``; below 1 KiB plain bytes."""
+    magnitude = abs(num_bytes)
+    for unit, scale in _IEC:
+        if magnitude >= scale:
+            return f"{num_bytes / scale:.2f} {unit}"
+    return f"{num_bytes} B"
+
+
+def format_int(value: int) -> str:
+    """Thousands separators, as people read byte counts: ``354418688 -> '354,418,688'``."""
+    return f"{value:,}"
+
+
+_UNITS = {
+    "": 1, "b": 1,
+    "kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+}
+_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*")
+
+
+def parse_bytes(text: str) -> int:
+    """Parse a byte size: ``"8GiB"``, ``"512 MiB"``, ``"80GB"`` (SI, 10^9), ``"3e9"``, ``"1024"``.
+
+    IEC suffixes (KiB, MiB, GiB, TiB) are powers of 1024; SI suffixes (KB, MB, GB,
+    TB) powers of 1000, as device datasheets use them. Suffixes are case-insensitive.
+    The result must be a whole, non-negative number of bytes.
+
+    Raises:
+        ValueError: on anything else, with a message that names the accepted forms.
+    """
+    match = _SIZE.fullmatch(str(text))
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _UNITS:
+        raise ValueError(
+            f"{text!r} is not a byte size; use a number with an optional unit "
+            "B, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000), "
+            "e.g. 8GiB, 512MiB, 3e9"
+        )
+    number = match.group(1)
+    scale = _UNITS[unit]
+    # Exact rational arithmetic: "1.5GiB" must give 1610612736, not a float rounding of it.
+    from fractions import Fraction
+
+    value = Fraction(number) * scale
+    if value.denominator != 1:
+        raise ValueError(f"{text!r} is not a whole number of bytes ({float(value)!r} B)")
+    return int(value)

@@ -1,0 +1,105 @@
+"""The ``epbuf`` command line: through main() for data, and through the installed console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from epbuf.cli import main
+
+
+def run_main(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:  # argparse exits for --help / parse errors
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def epbuf_command() -> list[str]:
+    script = shutil.which("epbuf", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    return [script] if script else [sys.executable, "-m", "epbuf"]
+
+
+def test_hint_default_reproduces_seed(capsys):
+    code, out, err = run_main(capsys, "hint")
+    assert code == 0 and err == ""
+    for text in ("7,488", "14,368", "252,706,816", "353,107,968", "354,418,688 B (338.00 MiB)", "245,366,784",
+                 "7,340,032"):
+        assert text in out
+
+
+def test_hint_json_carries_every_number(capsys):
+    code, out, _ = run_main(capsys, "hint", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["schema"] == "epbuf.report/1"
+    q = data["quantities"]
+    assert (q["dispatch_record_num_bytes"], q["real_num_sf_packs"], q["combine_record_num_bytes"]) == (7488, 112, 14368)
+    assert (q["hint_dispatch_num_bytes"], q["combine_num_bytes"], q["hint_num_bytes"]) == (252706816, 353107968, 354418688)
+    assert q["real_dispatch_num_bytes"] == 245366784 and q["needed_num_bytes"] == 354418688
+    assert data["num_bytes"] == 354418688 + 2097152  # plus the 2 MiB EPSignals workspace
+    buf, workspace = data["buffers"]
+    assert (buf["name"], buf["num_bytes"], workspace["num_bytes"]) == ("EP buffer", 354418688, 2097152)
+    assert [r["num_bytes"] for r in buf["regions"]] == [252706816, 353107968]
+
+
+def test_layout_prints_byte_map(capsys):
+    code, out, _ = run_main(capsys, "layout")
+    assert code == 0
+    assert "src_token_global_idx" in out and "7,480" in out
+
+
+def test_layout_json_mismatch(capsys):
+    code, out, _ = run_main(capsys, "layout", "--hidden", "7000", "--json")
+    data = json.loads(out)
+    (finding,) = [f for f in data["findings"] if f["code"] == "ascend.reader-writer-mismatch"]
+    assert finding["data"]["overrun_bytes"] == 4
+    assert "dispatch (as written)" in [r["name"] for r in data["records"]]
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["hint", "--ranks", "x"], "--ranks: 'x' is not an integer"),
+        (["hint", "--ranks", "0"], "--ranks: 0 is out of range"),
+        (["hint", "--ranks", "-3"], "--ranks"),
+        (["hint", "--ranks", "300"], "--ranks (num_ranks) = 300: allowed 1..256"),
+        (["hint", "--topk", "33"], "--topk (num_topk) = 33: allowed 0..32"),
+        (["hint", "--experts", "100"], "must be divisible by num_ranks = 8"),
+        (["hint", "--experts", "4096"], "allowed 1..2048"),
+        (["hint", "--hidden", "3000000000"], "--hidden (hidden) = 3000000000"),
+        (["hint", "--tokens", "1.5"], "--tokens: '1.5' is not an integer"),
+        (["hint", "--backend", "nope"], "invalid choice: 'nope'"),
+        (["layout", "--topk", "abc"], "--topk: 'abc' is not an integer"),
+        (["hint", "--fp8", "--bf16"], "not allowed with argument"),
+    ],
+)
+def test_errors_are_one_line_exit_2(capsys, argv, needle):
+    code, out, err = run_main(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert needle in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_console_script_end_to_end():
+    """Once through the installed entry point (or python -m epbuf), as a user runs it."""
+    ok = subprocess.run(epbuf_command() + ["hint", "--json"], capture_output=True, text=True, check=False)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["quantities"]["hint_num_bytes"] == 354418688
+    bad = subprocess.run(epbuf_command() + ["hint", "--ranks", "300"], capture_output=True, text=True, check=False)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip().count("\n") == 0 and "Traceback" not in bad.stderr
+    assert "--ranks (num_ranks) = 300" in bad.stderr
+
+
+def test_no_command_prints_help(capsys):
+    code, out, _ = run_main(capsys)
+    assert code == 2 and "hint" in out
