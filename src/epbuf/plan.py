@@ -12,9 +12,8 @@ divides evenly) happen here; each backend checks its own upstream limits.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 
+from ._record import Record
 from .errors import Checker, UnknownNameError
 from .report import Report
 from .units import INT32_MAX
@@ -22,8 +21,7 @@ from .units import INT32_MAX
 __all__ = ["Plan", "report", "compare", "BACKENDS", "backend_names", "get_backend"]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Plan:
+class Plan(Record):
     """The inputs of a buffer-size question.
 
     Attributes:
@@ -108,12 +106,6 @@ class Plan:
         """Experts the library sees: routed plus EPLB redundant."""
         return self.num_experts + self.num_redundant_experts
 
-    def replace(self, **changes: object) -> "Plan":
-        """A copy with some fields changed (validated again)."""
-        return dataclasses.replace(self, **changes)
-
-    def as_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 # name -> (module, function, one-line description). Modules are imported on first use

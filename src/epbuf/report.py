@@ -29,15 +29,14 @@ LimitCheck
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ._record import Record, factory
 
 from .units import align
 
 __all__ = ["Field", "RecordLayout", "Region", "Buffer", "Finding", "LimitCheck", "Quantity", "Report"]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Field:
+class Field(Record):
     """A byte range ``[offset, offset + num_bytes)`` of a token record.
 
     Attributes:
@@ -64,8 +63,7 @@ class Field:
         return self.name == "padding"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RecordLayout:
+class RecordLayout(Record):
     """One token record: stride ``num_bytes`` and its fields in offset order.
 
     ``fields`` includes explicit ``padding`` fields for every gap, so the fields of a
@@ -121,8 +119,7 @@ class RecordLayout:
         return sum(f.num_bytes for f in self.fields if f.is_padding)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Region:
+class Region(Record):
     """One term of an allocation.
 
     Attributes:
@@ -140,8 +137,7 @@ class Region:
     source: str = ""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Buffer:
+class Buffer(Record):
     """One device allocation: regions combined by ``rule`` and rounded to ``alignment``.
 
     Attributes:
@@ -188,8 +184,7 @@ class Buffer:
         return max(self.regions, key=lambda r: r.num_bytes)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Finding:
+class Finding(Record):
     """Something a user should know about this plan.
 
     Attributes:
@@ -202,11 +197,10 @@ class Finding:
     severity: str
     code: str
     message: str
-    data: dict = field(default_factory=dict)
+    data: dict = factory(dict)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LimitCheck:
+class LimitCheck(Record):
     """An upstream limit evaluated for this plan: ``value <relation> bound``."""
 
     name: str
@@ -218,8 +212,7 @@ class LimitCheck:
     enforced: str = "host"  # "host" assert, "kernel" static assert, "assumed" (not checked upstream)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Quantity:
+class Quantity(Record):
     """A named number of the report that is neither a region nor a limit (e.g. SF pack counts)."""
 
     name: str
@@ -228,8 +221,7 @@ class Quantity:
     source: str = ""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Report:
+class Report(Record):
     """What one backend allocates for one plan, and why.
 
     Attributes:

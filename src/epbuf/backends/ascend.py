@@ -26,8 +26,8 @@ getters. When ``hidden_bytes % 32 != 0`` and SF packs are present the two disagr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
+from .._record import Record
 from ..errors import Checker
 from ._cstruct import struct_offsets
 from ..report import Buffer, Field, Finding, LimitCheck, Quantity, RecordLayout, Region, Report
@@ -92,8 +92,7 @@ NUM_SECTOR_INTS = 512 // 4  # kNumSectorInts = kNumSectorBytes / sizeof(int) (CP
 _DTYPE_BYTES = {"float8_e4m3fn": 1, "bfloat16": 2, "uint8": 1}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TokenLayout:
+class TokenLayout(Record):
     """One token record, as ``deep_ep::layout::TokenLayout`` (``TOK:9-83``) computes it.
 
     Attributes:
@@ -192,8 +191,7 @@ class TokenLayout:
         return RecordLayout.from_fields(name, self.num_bytes(), fields, view="writer")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class BufferLayout:
+class BufferLayout(Record):
     """``num_ranks`` x ``num_max_tokens_per_rank`` records (``TOK:85-130``)."""
 
     token_layout: TokenLayout

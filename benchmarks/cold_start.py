@@ -1,0 +1,68 @@
+"""Cold start of the installed ``epbuf hint`` versus the floor of any argparse CLI.
+
+Both commands run alternately in the same clean virtual environment, so machine noise
+hits both alike; the figure is the ratio of their medians (target: <= 2.0).
+
+    python benchmarks/cold_start.py                # builds a fresh venv with epbuf installed
+    python benchmarks/cold_start.py --venv .venv   # or reuse one that has epbuf installed
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def make_venv(where: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
+    py = where / "bin" / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(ROOT)], check=True)
+    return where
+
+
+def timed(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--venv", type=Path, help="a venv with epbuf installed (default: build a fresh one)")
+    ap.add_argument("--runs", type=int, default=60, help="runs of each command (default 60)")
+    args = ap.parse_args(argv)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        venv = args.venv or make_venv(Path(tmp) / "venv")
+        bin_dir = venv / "bin"
+        commands = {
+            "epbuf hint": [str(bin_dir / "epbuf"), "hint"],
+            "epbuf hint --json": [str(bin_dir / "epbuf"), "hint", "--json"],
+            "python -c 'import argparse'": [str(bin_dir / "python"), "-c", "import argparse"],
+        }
+        for cmd in commands.values():  # warm the page cache and write .pyc files
+            timed(cmd)
+        samples: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(args.runs):
+            for name, cmd in commands.items():
+                samples[name].append(timed(cmd))
+
+    floor = statistics.median(samples["python -c 'import argparse'"])
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, {args.runs} alternating runs each")
+    print(f"{'command':32} {'median ms':>10} {'ratio':>6}")
+    for name, values in samples.items():
+        median = statistics.median(values)
+        print(f"{name:32} {median * 1000:10.1f} {median / floor:6.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
