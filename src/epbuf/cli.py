@@ -134,6 +134,7 @@ def _add_layout(sub) -> None:
                        description="Print every field of each token record with its offset and size.")
     _add_plan_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output (the report's records)")
+    p.add_argument("--svg", metavar="FILE", help="also write the byte-map diagram (records to scale, slot grids) as SVG")
     p.set_defaults(run=_run_layout)
 
 
@@ -142,6 +143,11 @@ def _run_layout(args: argparse.Namespace) -> int:
     from .report import report_to_dict
 
     rep = report(_plan_from_args(args), args.backend)
+    if args.svg:
+        from .io import write_text_atomic
+        from .svg import render_svg
+
+        write_text_atomic(args.svg, render_svg(rep), option="--svg")
     if args.json:
         data = report_to_dict(rep)
         _print_json({k: data[k] for k in ("schema", "backend", "upstream", "inputs", "records", "findings")})

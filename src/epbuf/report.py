@@ -128,6 +128,9 @@ class Region(Record):
         num_bytes_used: bytes a real run with these shapes needs for it.
         formula: the arithmetic in words, with the numbers filled in.
         source: upstream ``file:line`` of the formula.
+        shape: for a region that is an array of token records, its ``(rows, slots)``
+            (e.g. ``(num_ranks, num_max_tokens_per_rank)``); ``()`` otherwise.
+        record: the name of the :class:`RecordLayout` each slot holds (with ``shape``).
     """
 
     name: str
@@ -135,6 +138,8 @@ class Region(Record):
     num_bytes_used: int
     formula: str = ""
     source: str = ""
+    shape: tuple = ()
+    record: str = ""
 
 
 class Buffer(Record):
@@ -314,7 +319,7 @@ def report_to_dict(report: Report) -> dict:
                 "source": b.source,
                 "regions": [
                     {"name": r.name, "num_bytes": r.num_bytes, "num_bytes_used": r.num_bytes_used,
-                     "formula": r.formula, "source": r.source}
+                     "formula": r.formula, "source": r.source, "shape": list(r.shape), "record": r.record}
                     for r in b.regions
                 ],
             }
@@ -349,7 +354,7 @@ def report_from_dict(data: dict) -> Report:
             Buffer(
                 name=b["name"], rule=b["rule"], alignment=b["alignment"], num_bytes=b["num_bytes"],
                 num_bytes_needed=b["num_bytes_needed"], source=b["source"],
-                regions=tuple(Region(**r) for r in b["regions"]),
+                regions=tuple(Region(**{**r, "shape": tuple(r["shape"])}) for r in b["regions"]),
             )
             for b in data["buffers"]
         ),

@@ -492,9 +492,11 @@ def report(plan) -> Report:
         Region(name="dispatch receive buffer", num_bytes=hint_dispatch.num_bytes, num_bytes_used=real_dispatch.num_bytes,
                formula=formula(hint_dispatch)
                + (f" (a real run: {format_int(real_dispatch.num_bytes_per_token)} B/record)" if real_packs != hint_packs else ""),
-               source=f"{EPB}:560-569"),
+               source=f"{EPB}:560-569", shape=(ranks, tokens),
+               record="dispatch (hint)" if real_packs != hint_packs else "dispatch"),
         Region(name="combine reduce buffer", num_bytes=combine.num_bytes, num_bytes_used=combine.num_bytes,
-               formula=f"min(topk {topk}, ranks {ranks}) = " + formula(combine), source=f"{EPB}:571-579"),
+               formula=f"min(topk {topk}, ranks {ranks}) = " + formula(combine), source=f"{EPB}:571-579",
+               shape=(combine.num_ranks, tokens), record="combine"),
     ]
     buffer = Buffer.combine("EP buffer", regions, "max", NUM_ALLOCATION_ALIGNMENT_BYTES, source=f"{EPB}:581-605")
     workspace = workspace_num_bytes()
