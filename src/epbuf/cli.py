@@ -158,6 +158,47 @@ def _run_layout(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- compare --------------------------------------------------------------------------
+def _add_compare(sub) -> None:
+    p = sub.add_parser("compare", help="the same model/topology/tokens across every backend, side by side",
+                       description="One table: allocation, real need, over-reservation and the tightest "
+                                   "upstream limit of each backend, then every backend's regions.")
+    _add_plan_options(p, backend=False)
+    p.add_argument("--backends", help="comma-separated subset (default: all)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.compare/1)")
+    p.set_defaults(run=_run_compare)
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    from .plan import backend_names, compare
+
+    names = backend_names()
+    if args.backends:
+        chosen = [n.strip() for n in args.backends.split(",") if n.strip()]
+        unknown = [n for n in chosen if n not in names]
+        if unknown or not chosen:
+            from .errors import UnknownNameError
+
+            raise UnknownNameError(f"--backends = {args.backends!r}: unknown {', '.join(unknown) or '(empty)'}; "
+                                   f"choose from {', '.join(names)}")
+        names = tuple(chosen)
+    plan = _plan_from_args(args)
+    results = compare(plan, names)
+    if args.json:
+        from .report import Report, report_to_dict
+
+        _print_json({
+            "schema": "epbuf.compare/1",
+            "plan": {k: v for k, v in plan.as_dict().items() if k != "deepep_config"},
+            "backends": {n: report_to_dict(r) if isinstance(r, Report) else {"error": str(r)} for n, r in results.items()},
+        })
+        return 0
+    from .render import render_compare
+
+    sys.stdout.write(render_compare(results))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
@@ -170,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     _add_hint(sub)
     _add_layout(sub)
+    _add_compare(sub)
     return parser
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .report import RecordLayout, Report
+from .report import RecordLayout, Report, tightest_limit
 from .units import format_bytes, format_int
 
-__all__ = ["table", "bytes_cell", "render_report", "render_layout", "render_inputs"]
+__all__ = ["table", "bytes_cell", "render_report", "render_layout", "render_inputs", "render_compare"]
 
 
 def table(headers: list[str], rows: list[list[str]], right: set[int] | None = None, indent: str = "  ") -> str:
@@ -139,4 +139,45 @@ def render_layout(report: Report) -> str:
         out.append("Findings")
         for f in mismatches:
             out.append(f"  {f.severity}: {f.message}  [{f.code}]")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_compare(results: dict, device: tuple[str, int] | None = None) -> str:
+    """One table: the same plan across backends (``results``: name -> Report or error)."""
+    rows = []
+    for name, rep in results.items():
+        if not isinstance(rep, Report):
+            rows.append([name, "n/a", "", "", "", "", f"rejected: {rep}"])
+            continue
+        limit = tightest_limit(rep)
+        if limit is None:
+            limit_text = ""
+        else:
+            state = "BROKEN" if not limit.ok else f"{limit.value / limit.bound * 100:.0f} % of bound"
+            limit_text = f"{limit.name} {format_int(limit.value)} {limit.relation} {format_int(limit.bound)} ({state})"
+        over = rep.num_bytes - rep.num_bytes_needed
+        share = f"{rep.num_bytes / device[1] * 100:.1f} %" if device else ""
+        rows.append([name, format_bytes(rep.num_bytes), format_bytes(rep.num_bytes_needed),
+                     format_bytes(over) if over else "0", share,
+                     ", ".join(b.name for b in rep.buffers), limit_text])
+    headers = ["backend", "allocation", "real need", "over-reserved", f"of {device[0]}" if device else "",
+               "buffers", "tightest limit"]
+    out = [table(headers, rows, right={1, 2, 3, 4}), ""]
+    for name, rep in results.items():
+        if not isinstance(rep, Report):
+            continue
+        out.append(f"{name} — {rep.title}  [{rep.upstream}]")
+        region_rows = []
+        for b in rep.buffers:
+            for r in b.regions:
+                region_rows.append([b.name, r.name, format_int(r.num_bytes), format_bytes(r.num_bytes),
+                                    format_int(r.num_bytes_used) if r.num_bytes_used != r.num_bytes else "same"])
+            region_rows.append([b.name, f"= {b.rule}, aligned to {format_bytes(b.alignment)}" if b.alignment > 1
+                                else f"= {b.rule}", format_int(b.num_bytes), format_bytes(b.num_bytes),
+                                format_int(b.num_bytes_needed) if b.num_bytes_needed != b.num_bytes else "same"])
+        out.append(table(["buffer", "region", "hint bytes", "", "real run"], region_rows, right={2, 3, 4}))
+        errors = [f for f in rep.findings if f.severity == "error"]
+        for f in errors:
+            out.append(f"  error: {f.message}")
+        out.append("")
     return "\n".join(out).rstrip() + "\n"

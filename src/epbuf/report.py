@@ -367,3 +367,15 @@ def report_from_dict(data: dict) -> Report:
         findings=tuple(Finding(**f) for f in data["findings"]),
         limits=tuple(LimitCheck(**lim) for lim in data["limits"]),
     )
+
+
+def tightest_limit(report: Report) -> LimitCheck | None:
+    """The limit that binds first: a broken one if any, else the ``<=`` limit whose value
+    is closest to its bound (largest value / bound)."""
+    broken = report.failed_limits()
+    if broken:
+        return broken[0]
+    upper = [lim for lim in report.limits if lim.relation in ("<=", "<") and lim.bound > 0]
+    if not upper:
+        return None
+    return max(upper, key=lambda lim: lim.value / lim.bound)
