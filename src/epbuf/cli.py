@@ -65,10 +65,8 @@ def _add_plan_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
     g.add_argument("--topk", type=_int_arg(">= 0; 0 means unspecified (32)", lo=0),
                    help=f"experts per token; 0 = unspecified (default {DEFAULT_TOPK})")
     g.add_argument("--experts", type=_int_arg(">= 1"), help=f"routed experts (default {DEFAULT_EXPERTS})")
-    g.add_argument("--ranks", type=_int_arg(">= 1"), default=DEFAULT_RANKS,
-                   help=f"expert-parallel size (default {DEFAULT_RANKS})")
-    g.add_argument("--tokens", type=_int_arg(">= 1"), default=DEFAULT_TOKENS,
-                   help=f"num_max_tokens_per_rank (default {DEFAULT_TOKENS})")
+    g.add_argument("--ranks", type=_int_arg(">= 1"), help=f"expert-parallel size (default {DEFAULT_RANKS})")
+    g.add_argument("--tokens", type=_int_arg(">= 1"), help=f"num_max_tokens_per_rank (default {DEFAULT_TOKENS})")
     dtype = g.add_mutually_exclusive_group()
     dtype.add_argument("--fp8", dest="fp8", action="store_true", default=True,
                        help="FP8 dispatch with scale factors (default)")
@@ -88,8 +86,8 @@ def _plan_from_args(args: argparse.Namespace):
         hidden=args.hidden if args.hidden is not None else DEFAULT_HIDDEN,
         num_topk=args.topk if args.topk is not None else DEFAULT_TOPK,
         num_experts=args.experts if args.experts is not None else DEFAULT_EXPERTS,
-        num_ranks=args.ranks,
-        num_max_tokens_per_rank=args.tokens,
+        num_ranks=args.ranks if args.ranks is not None else DEFAULT_RANKS,
+        num_max_tokens_per_rank=args.tokens if args.tokens is not None else DEFAULT_TOKENS,
         use_fp8_dispatch=args.fp8,
         num_ranks_per_node=args.gpus_per_node,
         num_redundant_experts=args.redundant_experts,
@@ -170,18 +168,9 @@ def _add_compare(sub) -> None:
 
 
 def _run_compare(args: argparse.Namespace) -> int:
-    from .plan import backend_names, compare
+    from .plan import compare
 
-    names = backend_names()
-    if args.backends:
-        chosen = [n.strip() for n in args.backends.split(",") if n.strip()]
-        unknown = [n for n in chosen if n not in names]
-        if unknown or not chosen:
-            from .errors import UnknownNameError
-
-            raise UnknownNameError(f"--backends = {args.backends!r}: unknown {', '.join(unknown) or '(empty)'}; "
-                                   f"choose from {', '.join(names)}")
-        names = tuple(chosen)
+    names = _chosen_backends(args.backends)
     plan = _plan_from_args(args)
     results = compare(plan, names)
     if args.json:
@@ -199,6 +188,67 @@ def _run_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- fit ------------------------------------------------------------------------------
+def _add_fit(sub) -> None:
+    p = sub.add_parser("fit", help="the largest tokens per rank (or EP size) whose allocation fits a budget",
+                       description="Solve exactly for the largest num_max_tokens_per_rank whose total device "
+                                   "allocation fits --budget, per backend. With --tokens given and --ranks not, "
+                                   "solve for the largest EP size instead.")
+    _add_plan_options(p, backend=False)
+    p.add_argument("--budget", type=_bytes_arg, required=True, help="memory granted per device, e.g. 8GiB, 512MiB, 3e9")
+    p.add_argument("--backends", help="comma-separated subset (default: all)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.fit/1)")
+    p.set_defaults(run=_run_fit)
+
+
+def _chosen_backends(text: str | None) -> tuple[str, ...]:
+    from .plan import backend_names
+
+    names = backend_names()
+    if not text:
+        return names
+    chosen = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in chosen if n not in names]
+    if unknown or not chosen:
+        from .errors import UnknownNameError
+
+        raise UnknownNameError(f"--backends = {text!r}: unknown {', '.join(unknown) or '(empty)'}; "
+                               f"choose from {', '.join(names)}")
+    return tuple(chosen)
+
+
+def _run_fit(args: argparse.Namespace) -> int:
+    from .errors import EpbufError
+    from .fit import fit_ranks, fit_tokens
+
+    plan = _plan_from_args(args)
+    by_ranks = args.tokens is not None and args.ranks is None
+    results = {}
+    for name in _chosen_backends(args.backends):
+        try:
+            results[name] = (fit_ranks if by_ranks else fit_tokens)(plan, name, args.budget)
+        except EpbufError as error:
+            results[name] = error
+    if args.json:
+        from .report import report_to_dict
+
+        def as_json(r):
+            if isinstance(r, Exception):
+                return {"error": str(r)}
+            d = r.as_dict()
+            d["report"] = report_to_dict(r.report) if r.report is not None else None
+            d["constant_failures"] = list(r.constant_failures)
+            return d
+
+        _print_json({"schema": "epbuf.fit/1", "variable": "num_ranks" if by_ranks else "num_max_tokens_per_rank",
+                     "budget": args.budget, "results": {n: as_json(r) for n, r in results.items()}})
+        return 0
+    from .render import render_fit
+
+    sys.stdout.write(render_fit(results, args.budget, "num_ranks" if by_ranks else "num_max_tokens_per_rank"))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
@@ -212,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_hint(sub)
     _add_layout(sub)
     _add_compare(sub)
+    _add_fit(sub)
     return parser
 
 

@@ -181,3 +181,25 @@ def render_compare(results: dict, device: tuple[str, int] | None = None) -> str:
             out.append(f"  error: {f.message}")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def render_fit(results: dict, budget: int, variable: str) -> str:
+    """The ``epbuf fit`` table: per backend, the largest value that fits and what binds."""
+    label = "tokens per rank" if variable == "num_max_tokens_per_rank" else "EP ranks"
+    rows = []
+    notes = []
+    for name, r in results.items():
+        if isinstance(r, Exception):
+            rows.append([name, "n/a", "", "", f"rejected: {r}"])
+            continue
+        value = format_int(r.value) if r.value is not None else "none"
+        alloc = format_bytes(r.report.num_bytes) if r.report is not None else ""
+        share = f"{r.report.num_bytes / budget * 100:.1f} %" if r.report is not None else ""
+        rows.append([name, value, alloc, share, r.reason])
+        if r.constant_failures:
+            notes.append(f"  {name}: broken whatever the {label}: " + "; ".join(r.constant_failures))
+    out = [f"Largest {label} within a budget of {bytes_cell(budget)}", "",
+           table(["backend", f"largest {label}", "allocation", "of budget", "what binds next"], rows, right={1, 2, 3})]
+    if notes:
+        out += ["", "Limits broken independently of the fitted value:"] + notes
+    return "\n".join(out).rstrip() + "\n"

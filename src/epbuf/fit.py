@@ -1,0 +1,185 @@
+"""What fits a memory budget: the largest token count or EP size, solved exactly.
+
+Every backend's allocation is monotone non-decreasing in ``num_max_tokens_per_rank``
+(each region is a product with the token count, or does not depend on it), and so is
+every token-dependent upstream limit, so :func:`fit_tokens` finds the exact largest
+token count by binary search over the real report — no estimate. The allocation is
+*not* monotone in the rank count for every backend (DeepEP V1's default configs change
+with it, experts must divide evenly), so :func:`fit_ranks` evaluates every candidate.
+
+>>> from epbuf.plan import Plan
+>>> plan = Plan(hidden=7168, num_topk=8, num_experts=256, num_ranks=16, num_max_tokens_per_rank=1)
+>>> result = fit_tokens(plan, "ascend", 1 << 30)
+>>> result.value, result.binding
+(8648, 'budget')
+"""
+
+from __future__ import annotations
+
+from ._record import Record
+from .errors import EpbufError
+from .plan import Plan, report
+from .report import Report
+from .units import INT32_MAX
+
+__all__ = ["FitResult", "fit_tokens", "fit_ranks", "MAX_RANKS_SEARCHED"]
+
+MAX_RANKS_SEARCHED = 2048  # above every backend's rank limit (DeepEP V2: 1024)
+
+
+class FitResult(Record):
+    """The answer of a fit.
+
+    Attributes:
+        backend: the backend asked.
+        variable: ``"num_max_tokens_per_rank"`` or ``"num_ranks"``.
+        budget: the memory granted, bytes.
+        value: the largest value of ``variable`` that fits the budget and every upstream
+            limit; ``None`` when not even the smallest does.
+        binding: what stops ``value + 1``: ``"budget"``, the name of an upstream limit, or
+            ``"none"`` (the allocation does not grow with ``variable`` and no limit binds
+            up to the search bound).
+        reason: one sentence for people.
+        report: the report at ``value`` (``None`` when nothing fits).
+        budget_value: the largest value the budget alone allows (``None``: none; the search
+            bound when the budget never binds).
+        limit_value: the largest value the upstream limits alone allow.
+        next_num_bytes: the allocation one step past ``value`` (when it exists).
+        constant_failures: limits broken at every value (they do not depend on ``variable``).
+    """
+
+    backend: str
+    variable: str
+    budget: int
+    value: int | None
+    binding: str
+    reason: str
+    report: Report | None = None
+    budget_value: int | None = None
+    limit_value: int | None = None
+    next_num_bytes: int | None = None
+    constant_failures: tuple = ()
+
+
+def _evaluate(plan: Plan, backend: str, changes: dict) -> Report | EpbufError:
+    try:
+        return report(plan.replace(**changes), backend)
+    except EpbufError as error:
+        return error
+
+
+def _broken(rep: Report | EpbufError) -> frozenset[str]:
+    if isinstance(rep, EpbufError):
+        return frozenset({str(rep)})
+    return frozenset(lim.name for lim in rep.failed_limits())
+
+
+def _largest(lo: int, hi: int, ok) -> int | None:
+    """Largest ``x`` in ``[lo, hi]`` with ``ok(x)``, for ``ok`` true then false; ``None`` if ``not ok(lo)``."""
+    if not ok(lo):
+        return None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def fit_tokens(plan: Plan, backend: str, budget: int, max_tokens: int = INT32_MAX) -> FitResult:
+    """The largest ``num_max_tokens_per_rank`` whose total allocation fits ``budget`` bytes
+    and breaks no upstream limit that the smallest token count keeps.
+
+    Raises:
+        EpbufError: the plan is invalid for ``backend`` whatever the token count.
+    """
+    variable = "num_max_tokens_per_rank"
+    first = report(plan.replace(num_max_tokens_per_rank=1), backend)  # raises for token-independent errors
+    constant = _broken(first)
+    cache: dict[int, Report | EpbufError] = {1: first}
+
+    def at(tokens: int) -> Report | EpbufError:
+        if tokens not in cache:
+            cache[tokens] = _evaluate(plan, backend, {variable: tokens})
+        return cache[tokens]
+
+    def within_limits(tokens: int) -> bool:
+        return _broken(at(tokens)) <= constant
+
+    def within_budget(tokens: int) -> bool:
+        rep = at(tokens)
+        return isinstance(rep, Report) and rep.num_bytes <= budget
+
+    limit_value = _largest(1, max_tokens, within_limits)
+    budget_value = _largest(1, max_tokens, within_budget)
+    value = None if limit_value is None or budget_value is None else min(limit_value, budget_value)
+    nxt = value + 1 if value is not None and value < max_tokens else None
+    return _result(backend, variable, budget, at, value, nxt, limit_value, budget_value, max_tokens, constant)
+
+
+def fit_ranks(plan: Plan, backend: str, budget: int, max_ranks: int = MAX_RANKS_SEARCHED) -> FitResult:
+    """The largest EP size (``num_ranks``) that fits ``budget`` with the plan's tokens.
+
+    Every rank count from 1 to ``max_ranks`` that the backend accepts for this plan
+    (experts divisible, supported topology ...) is evaluated; ranks per node follow the
+    plan (``None``: ``min(ranks, 8)``).
+    """
+    variable = "num_ranks"
+    candidates: dict[int, Report] = {}
+    for ranks in range(1, max_ranks + 1):
+        per_node = plan.num_ranks_per_node
+        if per_node is not None and ranks % per_node:
+            continue
+        if per_node is None and ranks > 8 and ranks % 8:
+            continue
+        rep = _evaluate(plan, backend, {variable: ranks})
+        if isinstance(rep, Report):
+            candidates[ranks] = rep
+    if not candidates:
+        report(plan, backend)  # raises the backend's own explanation
+        raise EpbufError(f"--ranks: no rank count 1..{max_ranks} is valid for {backend} with this plan")
+    smallest = min(candidates)
+    constant = _broken(candidates[smallest])
+    fits_limits = [r for r, rep in candidates.items() if _broken(rep) <= constant]
+    fits_budget = [r for r, rep in candidates.items() if rep.num_bytes <= budget]
+    limit_value = max(fits_limits) if fits_limits else None
+    budget_value = max(fits_budget) if fits_budget else None
+    both = [r for r in fits_budget if r in fits_limits]
+    value = max(both) if both else None
+
+    larger = sorted(r for r in candidates if value is not None and r > value)
+    return _result(backend, variable, budget, candidates.get, value, larger[0] if larger else None,
+                   limit_value, budget_value, max_ranks, constant, smallest=smallest)
+
+
+def _result(backend, variable, budget, at, value, nxt_value, limit_value, budget_value, bound, constant,
+            smallest: int = 1) -> FitResult:
+    constant_failures = tuple(sorted(constant))
+    if value is None:
+        first = at(smallest)
+        need = first.num_bytes if isinstance(first, Report) else None
+        reason = (f"nothing fits: even {variable} = {smallest:,} needs {need:,} B" if need is not None
+                  else f"no {variable} fits the budget and the upstream limits")
+        return FitResult(backend=backend, variable=variable, budget=budget, value=None, binding="budget",
+                         reason=reason, budget_value=budget_value, limit_value=limit_value,
+                         constant_failures=constant_failures)
+    rep = at(value)
+    nxt = at(nxt_value) if nxt_value is not None else None
+    next_bytes = nxt.num_bytes if isinstance(nxt, Report) else None
+    new_broken = sorted(_broken(nxt) - frozenset(constant)) if nxt is not None else []
+    if next_bytes is not None and next_bytes > budget:
+        binding = "budget"
+        reason = f"{variable} = {nxt_value:,} would need {next_bytes:,} B, over the {budget:,} B budget"
+    elif new_broken:
+        binding = new_broken[0]
+        reason = f"{variable} = {nxt_value:,} breaks an upstream limit before the budget binds: {binding}"
+    elif nxt_value is None and variable == "num_ranks":
+        binding = "none"
+        reason = f"no larger rank count up to {bound:,} is valid for {backend} with this plan"
+    else:
+        binding = "none"
+        reason = f"fits up to the search bound {bound:,}: the allocation never outgrows the budget"
+    return FitResult(backend=backend, variable=variable, budget=budget, value=value, binding=binding, reason=reason,
+                     report=rep if isinstance(rep, Report) else None, budget_value=budget_value,
+                     limit_value=limit_value, next_num_bytes=next_bytes, constant_failures=constant_failures)

@@ -1,0 +1,471 @@
+"""MoE model presets (``--model``) and a reader for Hugging Face ``config.json`` (``--model-config``).
+
+A :class:`ModelSpec` holds the numbers an expert-parallel buffer depends on: the hidden
+size, the routed experts and how many of them each token goes to (top-k), plus the
+shared experts, layer count and dtype for reports. Every preset in :data:`MODELS` was
+read from a copy of the model's published ``config.json``; ``source`` says which copy.
+
+>>> spec = get_model("DeepSeek-V3")
+>>> (spec.hidden, spec.num_experts, spec.num_topk, spec.num_shared_experts)
+(7168, 256, 8, 1)
+>>> get_model("qwen3_235b_a22b").name
+'qwen3-235b-a22b'
+>>> get_model("meta-llama/Llama-4-Scout-17B-16E-Instruct").title
+'Llama-4-Scout'
+>>> get_model("deepseek-v4")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+epbuf.errors.UnknownNameError: --model (model) = 'deepseek-v4': unknown; did you mean deepseek-v3, deepseek-v2, deepseek-v3.2? known: deepseek-v3, ...
+
+Names are matched ignoring case, an ``org/`` prefix and the separators ``- _ .`` and
+spaces, so ``"DeepSeek-V3"``, ``"deepseek_v3"`` and ``"deepseek-ai/DeepSeek-V3"`` are the
+same preset. (The doctest above elides the long ``known:`` list with ``...``.)
+
+Anything this module does not know can be read from the model's own ``config.json``
+with :func:`read_model_config`; ``json`` is imported only then, to keep the CLI's cold
+start fast.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ._record import Record
+from .errors import ConfigFileError, UnknownNameError
+
+__all__ = [
+    "ModelSpec",
+    "MODELS",
+    "model_names",
+    "get_model",
+    "read_model_config",
+    "HIDDEN_KEYS",
+    "EXPERT_KEYS",
+    "TOPK_KEYS",
+    "SHARED_COUNT_KEYS",
+    "SHARED_WIDTH_KEYS",
+    "LAYER_KEYS",
+    "DTYPE_KEYS",
+    "NESTED_KEYS",
+]
+
+
+class ModelSpec(Record):
+    """The shape of one MoE model, as far as expert-parallel buffers care.
+
+    Attributes:
+        name: preset key, lower-case with dashes (``"deepseek-v3"``). For a spec read by
+            :func:`read_model_config`: the config's ``model_type`` (``""`` if absent).
+        title: display name (``"DeepSeek-V3"``); for a config file, its folder's name.
+        hidden: hidden size (elements per token) — Plan ``hidden``.
+        num_experts: routed experts (shared experts not included) — Plan ``num_experts``.
+        num_topk: routed experts per token — Plan ``num_topk``.
+        num_shared_experts: shared experts every token also runs (not dispatched by
+            expert parallelism); 0 when none. A model whose config gives one fused shared
+            FFN of some width (Qwen2-MoE ``shared_expert_intermediate_size``) counts 1 and
+            says so in ``notes``.
+        num_layers: decoder layers (``num_hidden_layers``), dense ones included; 0 = unknown.
+        dtype: the config's ``torch_dtype``/``dtype`` as written (``""`` when absent);
+            weight quantization, when any, is in ``notes``.
+        source: the ``config.json`` copy the numbers come from (repo, path and commit,
+            or the file read).
+        notes: anything a reader of the numbers should know (``""`` when nothing).
+        aliases: other accepted names (matched like ``name``).
+        hf_id: Hugging Face repo id of the model (``"deepseek-ai/DeepSeek-V3"``).
+        verified: ``True`` when every number was read from a copy of the published config.
+    """
+
+    name: str
+    title: str
+    hidden: int
+    num_experts: int
+    num_topk: int
+    num_shared_experts: int = 0
+    num_layers: int = 0
+    dtype: str = ""
+    source: str = ""
+    notes: str = ""
+    aliases: tuple = ()
+    hf_id: str = ""
+    verified: bool = True
+
+    def plan_fields(self) -> dict:
+        """The :class:`~epbuf.plan.Plan` fields this model fixes.
+
+        >>> get_model("mixtral-8x7b").plan_fields()
+        {'hidden': 4096, 'num_topk': 2, 'num_experts': 8, 'model': 'mixtral-8x7b'}
+        """
+        return {
+            "hidden": self.hidden,
+            "num_topk": self.num_topk,
+            "num_experts": self.num_experts,
+            "model": self.name or self.title,
+        }
+
+
+# Where the copies live (see /work/notes/models.md §0). Commits are the snapshots read.
+_AIC = "github.com/ai-dynamo/aiconfigurator@095f58a5 aic-core/src/aiconfigurator_core/model_configs/"
+_AIC_OLD = "github.com/ai-dynamo/aiconfigurator src/aiconfigurator/model_configs/"
+_DS = "github.com/deepseek-ai/DeepSeek-V3@9b4e9788 inference/configs/"
+_MLC = "github.com/mlc-ai/mlc-llm python/mlc_llm/model/model_preset.py"
+
+
+def _m(**fields) -> ModelSpec:
+    return ModelSpec(**fields)
+
+
+_PRESETS = (
+    # --- DeepSeek -------------------------------------------------------------------
+    _m(name="deepseek-v3", title="DeepSeek-V3", hf_id="deepseek-ai/DeepSeek-V3",
+       hidden=7168, num_experts=256, num_topk=8, num_shared_experts=1, num_layers=61, dtype="bfloat16",
+       source=_AIC + "deepseek-ai--DeepSeek-V3_config.json; cross-check " + _DS + "config_671B.json",
+       notes="weights fp8 (quantization_config e4m3, block 128x128); first 3 layers dense"),
+    _m(name="deepseek-r1", title="DeepSeek-R1", hf_id="deepseek-ai/DeepSeek-R1",
+       hidden=7168, num_experts=256, num_topk=8, num_shared_experts=1, num_layers=61, dtype="bfloat16",
+       source=_AIC + "deepseek-ai--DeepSeek-R1_config.json",
+       notes="same architecture as DeepSeek-V3; weights fp8 (quantization_config)"),
+    _m(name="deepseek-v3.2", title="DeepSeek-V3.2", hf_id="deepseek-ai/DeepSeek-V3.2",
+       hidden=7168, num_experts=256, num_topk=8, num_shared_experts=1, num_layers=61, dtype="bfloat16",
+       source=_AIC + "deepseek-ai--DeepSeek-V3.2_config.json",
+       notes="model_type deepseek_v32 (sparse-attention indexer); weights fp8, ue8m0 scales"),
+    _m(name="deepseek-v2", title="DeepSeek-V2", hf_id="deepseek-ai/DeepSeek-V2",
+       hidden=5120, num_experts=160, num_topk=6, num_shared_experts=2, num_layers=60, dtype="bfloat16",
+       source=_DS + "config_236B.json (dim 5120, n_routed_experts 160, n_activated_experts 6, "
+       "n_shared_experts 2, n_layers 60); HF config.json copy agrees (notes/models.md)",
+       notes="first layer dense (first_k_dense_replace 1); group-limited routing, 8 groups, top 3"),
+    _m(name="deepseek-v2-lite", title="DeepSeek-V2-Lite", hf_id="deepseek-ai/DeepSeek-V2-Lite",
+       hidden=2048, num_experts=64, num_topk=6, num_shared_experts=2, num_layers=27, dtype="bfloat16",
+       source=_MLC + " key deepseek_v2_lite; cross-check " + _DS + "config_16B.json",
+       notes="first layer dense (first_k_dense_replace 1)"),
+    # --- Moonshot Kimi (DeepSeek-V3 architecture) -----------------------------------
+    _m(name="kimi-k2", title="Kimi-K2", hf_id="moonshotai/Kimi-K2-Instruct",
+       hidden=7168, num_experts=384, num_topk=8, num_shared_experts=1, num_layers=61, dtype="bfloat16",
+       source=_AIC + "moonshotai--Kimi-K2-Instruct_config.json",
+       notes="model_type kimi_k2, DeepseekV3ForCausalLM; weights fp8 (quantization_config); first layer dense",
+       aliases=("kimi-k2-instruct",)),
+    _m(name="kimi-k2-thinking", title="Kimi-K2-Thinking", hf_id="moonshotai/Kimi-K2-Thinking",
+       hidden=7168, num_experts=384, num_topk=8, num_shared_experts=1, num_layers=61, dtype="bfloat16",
+       source=_AIC_OLD + "moonshotai--Kimi-K2-Thinking_config.json (commit d9219759; abridged copy)",
+       notes="same shape as Kimi-K2; the published checkpoint's int4 quantization is not in the copy read"),
+    _m(name="kimi-k2.5", title="Kimi-K2.5", hf_id="moonshotai/Kimi-K2.5",
+       hidden=7168, num_experts=384, num_topk=8, num_shared_experts=1, num_layers=61, dtype="bfloat16",
+       source=_AIC + "moonshotai--Kimi-K2.5_config.json (values under text_config)",
+       notes="multimodal; text model under text_config (model_type kimi_k2); weights int4 "
+       "compressed-tensors, group 32; text_config.top_k 50 is a sampling default, not MoE top-k"),
+    # --- Qwen -----------------------------------------------------------------------
+    _m(name="qwen3-235b-a22b", title="Qwen3-235B-A22B", hf_id="Qwen/Qwen3-235B-A22B",
+       hidden=4096, num_experts=128, num_topk=8, num_shared_experts=0, num_layers=94, dtype="bfloat16",
+       source=_AIC + "Qwen--Qwen3-235B-A22B_config.json",
+       notes="no shared expert; every layer MoE"),
+    _m(name="qwen3-30b-a3b", title="Qwen3-30B-A3B", hf_id="Qwen/Qwen3-30B-A3B",
+       hidden=2048, num_experts=128, num_topk=8, num_shared_experts=0, num_layers=48, dtype="bfloat16",
+       source=_AIC + "Qwen--Qwen3-30B-A3B_config.json",
+       notes="no shared expert; every layer MoE"),
+    _m(name="qwen3-coder-480b-a35b", title="Qwen3-Coder-480B-A35B", hf_id="Qwen/Qwen3-Coder-480B-A35B-Instruct",
+       hidden=6144, num_experts=160, num_topk=8, num_shared_experts=0, num_layers=62, dtype="bfloat16",
+       source=_AIC + "Qwen--Qwen3-Coder-480B-A35B-Instruct_config.json",
+       notes="shared_expert_intermediate_size 0: no shared expert",
+       aliases=("qwen3-coder-480b-a35b-instruct",)),
+    _m(name="qwen3-next-80b-a3b", title="Qwen3-Next-80B-A3B", hf_id="Qwen/Qwen3-Next-80B-A3B-Thinking",
+       hidden=2048, num_experts=512, num_topk=10, num_shared_experts=1, num_layers=48, dtype="bfloat16",
+       source=_AIC_OLD + "Qwen--Qwen3-Next-80B-A3B-Thinking_config.json (commit 1b7cfb10)",
+       notes="one shared expert of width 512 (shared_expert_intermediate_size 512, counted as 1); "
+       "read from the -Thinking config, -Instruct not checked",
+       aliases=("qwen3-next-80b-a3b-thinking",)),
+    _m(name="qwen1.5-moe-a2.7b", title="Qwen1.5-MoE-A2.7B", hf_id="Qwen/Qwen1.5-MoE-A2.7B",
+       hidden=2048, num_experts=60, num_topk=4, num_shared_experts=1, num_layers=24, dtype="bfloat16",
+       source=_MLC + " key qwen2moe (commit abd7d518)",
+       notes="one fused shared expert of width 5632 (shared_expert_intermediate_size = 4 x "
+       "moe_intermediate_size 1408), counted as 1",
+       aliases=("qwen1.5-moe-a2.7b-chat",)),
+    _m(name="qwen2-57b-a14b", title="Qwen2-57B-A14B", hf_id="Qwen/Qwen2-57B-A14B",
+       hidden=3584, num_experts=64, num_topk=8, num_shared_experts=1, num_layers=28, dtype="bfloat16",
+       source="github.com/NVIDIA/TensorRT-LLM@08b2040c tests/unittest/_torch/modeling/test_modeling_qwen_moe.py "
+       "QWEN2_57B_A14B_CONFIG",
+       notes="one fused shared expert of width 20480 (shared_expert_intermediate_size = 8 x "
+       "moe_intermediate_size 2560), counted as 1"),
+    # --- Mistral --------------------------------------------------------------------
+    _m(name="mixtral-8x7b", title="Mixtral-8x7B", hf_id="mistralai/Mixtral-8x7B-v0.1",
+       hidden=4096, num_experts=8, num_topk=2, num_shared_experts=0, num_layers=32, dtype="bfloat16",
+       source=_AIC + "mistralai--Mixtral-8x7B-v0.1_config.json; " + _MLC + " key Mixtral-8x7B-v0.1 (identical)",
+       notes="Instruct-v0.1 has the same architecture",
+       aliases=("mixtral-8x7b-v0.1", "mixtral-8x7b-instruct-v0.1")),
+    _m(name="mixtral-8x22b", title="Mixtral-8x22B", hf_id="mistralai/Mixtral-8x22B-v0.1",
+       hidden=6144, num_experts=8, num_topk=2, num_shared_experts=0, num_layers=56, dtype="bfloat16",
+       source=_AIC + "mistralai--Mixtral-8x22B-v0.1_config.json",
+       aliases=("mixtral-8x22b-v0.1",)),
+    # --- Zhipu GLM ------------------------------------------------------------------
+    _m(name="glm-4.5", title="GLM-4.5", hf_id="zai-org/GLM-4.5",
+       hidden=5120, num_experts=160, num_topk=8, num_shared_experts=1, num_layers=92, dtype="",
+       source="github.com/zyzshishui/slime scripts/models/glm4.5-355B-A32B.sh (fork of THUDM/slime; "
+       "Megatron args from the config); cross-check GLM-5 report table (glennklockwood.com/garden/GLM-5)",
+       notes="no verbatim config.json read; 3 dense + 89 MoE layers, plus 1 MTP layer; dtype not confirmed",
+       aliases=("glm-4.5-355b-a32b",)),
+    _m(name="glm-4.5-air", title="GLM-4.5-Air", hf_id="zai-org/GLM-4.5-Air",
+       hidden=4096, num_experts=128, num_topk=8, num_shared_experts=1, num_layers=46, dtype="bfloat16",
+       source="transformers Glm4MoeConfig dump of the GLM-4.5-Air checkpoint (ms-swift conversion note); "
+       "cross-check slime scripts/models/glm4.5-106B-A12B.sh",
+       notes="1 dense + 45 MoE layers, plus 1 MTP layer",
+       aliases=("glm-4.5-air-106b-a12b",)),
+    # --- OpenAI ---------------------------------------------------------------------
+    _m(name="gpt-oss-120b", title="gpt-oss-120b", hf_id="openai/gpt-oss-120b",
+       hidden=2880, num_experts=128, num_topk=4, num_shared_experts=0, num_layers=36, dtype="",
+       source=_AIC + "openai--gpt-oss-120b_config.json",
+       notes="config has no torch_dtype; experts mxfp4 (quantization_config), attention/router bf16"),
+    _m(name="gpt-oss-20b", title="gpt-oss-20b", hf_id="openai/gpt-oss-20b",
+       hidden=2880, num_experts=32, num_topk=4, num_shared_experts=0, num_layers=24, dtype="",
+       source=_AIC + "openai--gpt-oss-20b_config.json",
+       notes="config has no torch_dtype; experts mxfp4 (quantization_config), attention/router bf16"),
+    # --- Meta Llama 4 ---------------------------------------------------------------
+    _m(name="llama-4-scout", title="Llama-4-Scout", hf_id="meta-llama/Llama-4-Scout-17B-16E-Instruct",
+       hidden=5120, num_experts=16, num_topk=1, num_shared_experts=1, num_layers=48, dtype="bfloat16",
+       source=_AIC + "meta-llama--Llama-4-Scout-17B-16E-Instruct_config.json (trimmed copy; values under text_config)",
+       notes="one shared expert per MoE layer is part of the architecture (no config key); every layer MoE",
+       aliases=("llama-4-scout-17b-16e", "llama-4-scout-17b-16e-instruct")),
+    _m(name="llama-4-maverick", title="Llama-4-Maverick", hf_id="meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+       hidden=5120, num_experts=128, num_topk=1, num_shared_experts=1, num_layers=48, dtype="bfloat16",
+       source=_AIC + "meta-llama--Llama-4-Maverick-17B-128E-Instruct_config.json (trimmed copy; values under text_config)",
+       notes="one shared expert per MoE layer is part of the architecture (no config key); "
+       "MoE every 2nd layer (interleave_moe_layer_step 2: 24 MoE layers)",
+       aliases=("llama-4-maverick-17b-128e", "llama-4-maverick-17b-128e-instruct")),
+    # --- Databricks -----------------------------------------------------------------
+    _m(name="dbrx", title="DBRX", hf_id="databricks/dbrx-instruct",
+       hidden=6144, num_experts=16, num_topk=4, num_shared_experts=0, num_layers=40, dtype="bfloat16",
+       source="dbrx-instruct config.json copy (MLX 4-bit re-export); experts and top-k also in "
+       "github.com/databricks/dbrx MODEL_CARD_dbrx_base.md (\"16 experts and chooses 4\")",
+       notes="keys d_model, n_layers, ffn_config.moe_num_experts, ffn_config.moe_top_k",
+       aliases=("dbrx-instruct", "dbrx-base")),
+    # --- extras ---------------------------------------------------------------------
+    _m(name="minimax-m2", title="MiniMax-M2", hf_id="MiniMaxAI/MiniMax-M2",
+       hidden=3072, num_experts=256, num_topk=8, num_shared_experts=0, num_layers=62, dtype="",
+       source=_AIC + "MiniMaxAI--MiniMax-M2.5_config.json; M2 test fixture with the same numbers",
+       notes="M2 and M2.5 share the architecture; shared_intermediate_size 0; config has no "
+       "torch_dtype, weights fp8 (quantization_config)",
+       aliases=("minimax-m2.5",)),
+    _m(name="ernie-4.5-21b-a3b", title="ERNIE-4.5-21B-A3B", hf_id="baidu/ERNIE-4.5-21B-A3B-PT",
+       hidden=2560, num_experts=64, num_topk=6, num_shared_experts=2, num_layers=28, dtype="",
+       source="two agreeing ernie4_5_moe test-fixture copies of the config (notes/models.md)",
+       notes="keys moe_num_experts, moe_k, moe_num_shared_experts; MoE layers 1..27; dtype not confirmed",
+       aliases=("ernie-4.5-21b-a3b-pt",)),
+)
+
+#: Preset name -> :class:`ModelSpec`.
+MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in _PRESETS}
+
+
+def model_names() -> tuple[str, ...]:
+    """Preset names, in table order (families together)."""
+    return tuple(MODELS)
+
+
+# ----------------------------------------------------------------------------- lookup
+
+
+def _fold(name: str) -> str:
+    """Matching key of a name: lower case, no ``org/`` prefix, no ``- _ .`` or spaces."""
+    text = str(name).strip().rsplit("/", 1)[-1].lower()
+    return "".join(ch for ch in text if ch not in "-_. \t")
+
+
+def _index(table: dict, titles: bool = True) -> dict[str, str]:
+    """folded name, alias, Hugging Face id (and title when ``titles``) -> preset key."""
+    index: dict[str, str] = {}
+    for key, spec in table.items():
+        for alias in (key, spec.title if titles else "", *spec.aliases, getattr(spec, "hf_id", "")):
+            if not alias:
+                continue
+            index.setdefault(_fold(alias), key)
+    return index
+
+
+def _lookup(table: dict, index: dict, name: str, argument: str, fallback: str):
+    """``table[...]`` for ``name`` or an :class:`UnknownNameError` naming ``argument``."""
+    key = index.get(_fold(name))
+    if key is not None:
+        return table[key]
+    import difflib
+
+    close: list[str] = []
+    for folded in difflib.get_close_matches(_fold(name), list(index), n=6, cutoff=0.6):
+        if index[folded] not in close:
+            close.append(index[folded])
+    hint = f"did you mean {', '.join(close[:3])}? " if close else ""
+    raise UnknownNameError(
+        f"--{argument} ({argument}) = {name!r}: unknown; {hint}known: {', '.join(table)}; {fallback}"
+    )
+
+
+_MODEL_INDEX: dict[str, str] = {}
+
+
+def get_model(name: str) -> ModelSpec:
+    """The preset called ``name`` (a preset name, title, alias or Hugging Face id).
+
+    Matching ignores case, an ``org/`` prefix and the separators ``- _ .`` and spaces.
+
+    Raises:
+        UnknownNameError: no preset matches; the one-line message suggests the closest
+            names and lists all of them.
+    """
+    if not _MODEL_INDEX:
+        _MODEL_INDEX.update(_index(MODELS))
+    return _lookup(MODELS, _MODEL_INDEX, name, "model", "or read the model's own file with --model-config PATH")
+
+
+# ----------------------------------------------------------------------- config.json
+
+#: Keys tried for each quantity, in order. In every scope (see :data:`NESTED_KEYS`) the
+#: keys are tried in this order; the first present, non-null one wins.
+HIDDEN_KEYS = ("hidden_size", "d_model", "dim", "n_embd")
+EXPERT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts", "n_experts")
+# Not plain ``top_k``: old transformers writers serialize the *sampling* default
+# ``top_k: 50`` into sub-configs (Kimi-K2.5 ``text_config``, DBRX ``attn_config``).
+TOPK_KEYS = (
+    "num_experts_per_tok", "experts_per_token", "num_experts_per_token", "n_activated_experts",
+    "moe_top_k", "moe_k", "moe_topk", "top_k_experts",
+)
+SHARED_COUNT_KEYS = ("n_shared_experts", "moe_num_shared_experts", "num_shared_experts")
+SHARED_WIDTH_KEYS = ("shared_expert_intermediate_size", "shared_intermediate_size")
+LAYER_KEYS = ("num_hidden_layers", "n_layers", "n_layer", "num_layers")
+DTYPE_KEYS = ("torch_dtype", "dtype")
+#: Sub-objects searched after the top level, in this order: multimodal wrappers keep the
+#: language model under ``text_config`` (Llama-4, Kimi-K2.5, Qwen3-VL) or
+#: ``language_config`` (DeepSeek-VL2); DBRX keeps its MoE settings in ``ffn_config``.
+NESTED_KEYS = ("text_config", "language_config", "ffn_config")
+
+_KINDS = {list: "an array", str: "a string", bool: "true/false", int: "a number", float: "a number"}
+
+
+def read_model_config(path: str | os.PathLike) -> ModelSpec:
+    """Read a model's shape from a Hugging Face ``config.json`` (or the folder holding it).
+
+    Search order: for each quantity, the top-level object first, then ``text_config``,
+    ``language_config`` and ``ffn_config`` (:data:`NESTED_KEYS`); within each object the
+    keys of that quantity's family in order (:data:`HIDDEN_KEYS`, :data:`EXPERT_KEYS`,
+    :data:`TOPK_KEYS`, ...). A key whose value is ``null`` counts as absent. Plain
+    ``top_k`` is never read as the MoE top-k (it is a sampling default).
+
+    Shared experts: a count key (:data:`SHARED_COUNT_KEYS`) if present; otherwise a
+    shared-FFN width (:data:`SHARED_WIDTH_KEYS`) above 0 counts as 1 shared expert (noted);
+    otherwise Llama-4 (``model_type`` ``llama4``/``llama4_text``) has 1 built in; otherwise 0.
+    Layers and dtype are optional (0 and ``""`` when absent).
+
+    Returns:
+        A :class:`ModelSpec` with ``name`` = the config's ``model_type``, ``title`` = the
+        folder's name, ``source`` = the file read and ``notes`` = the keys used.
+
+    Raises:
+        ConfigFileError: the file is missing, unreadable, not JSON, not a JSON object,
+            lacks the hidden size / expert count / top-k, or has a value that is not a
+            positive integer (non-negative for shared experts) or a top-k above the
+            expert count. One line, naming the file and the key.
+    """
+    given = os.fspath(path)
+    file = given
+    if os.path.isdir(given):
+        file = os.path.join(given, "config.json")
+        if not os.path.isfile(file):
+            raise ConfigFileError(f"--model-config: {given}: folder has no config.json")
+    elif not os.path.exists(given):
+        raise ConfigFileError(
+            f"--model-config: {given}: no such file; give a local config.json or the folder holding it "
+            "(epbuf does not download)"
+        )
+
+    def fail(what: str) -> ConfigFileError:
+        return ConfigFileError(f"--model-config: {file}: {what}")
+
+    try:
+        with open(file, encoding="utf-8") as handle:
+            text = handle.read()
+    except UnicodeDecodeError as error:
+        raise fail(f"not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except OSError as error:
+        raise fail(f"cannot read ({error.strerror or error})") from None
+
+    import json
+
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise fail(f"not JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+    except RecursionError:
+        raise fail("not JSON this reader accepts (nested too deeply)") from None
+    if not isinstance(config, dict):
+        kind = "null" if config is None else _KINDS.get(type(config), type(config).__name__)
+        raise fail(f"top level is {kind}, expected a JSON object {{...}}")
+
+    scopes: list[tuple[str, dict]] = [("", config)]
+    scopes += [(f"{key}.", config[key]) for key in NESTED_KEYS if isinstance(config.get(key), dict)]
+
+    def find(keys: tuple[str, ...]) -> tuple[str, object] | None:
+        for prefix, scope in scopes:
+            for key in keys:
+                if scope.get(key) is not None:
+                    return prefix + key, scope[key]
+        return None
+
+    def number(keys: tuple[str, ...], what: str, lowest: int = 1, required: bool = True):
+        found = find(keys)
+        if found is None:
+            if required:
+                raise fail(
+                    f"no {what}; tried keys {', '.join(keys)} (also under {', '.join(NESTED_KEYS)})"
+                )
+            return None
+        key, value = found
+        if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
+            shown = repr(value)
+            if len(shown) > 40:
+                shown = shown[:37] + "..."
+            need = "a positive integer" if lowest == 1 else "a non-negative integer"
+            raise fail(f"{key} = {shown}: must be {need}")
+        return key, value
+
+    hidden_key, hidden = number(HIDDEN_KEYS, "hidden size")
+    experts_key, num_experts = number(EXPERT_KEYS, "routed expert count")
+    topk_key, num_topk = number(TOPK_KEYS, "experts-per-token (top-k)")
+    if num_topk > num_experts:
+        raise fail(f"{topk_key} = {num_topk} is more than {experts_key} = {num_experts}")
+    used = [f"{hidden_key}={hidden}", f"{experts_key}={num_experts}", f"{topk_key}={num_topk}"]
+    notes: list[str] = []
+
+    model_types = [scope.get("model_type") for _, scope in scopes]
+    num_shared = 0
+    shared = number(SHARED_COUNT_KEYS, "shared experts", lowest=0, required=False)
+    if shared is not None:
+        used.append(f"{shared[0]}={shared[1]}")
+        num_shared = shared[1]
+    else:
+        width = number(SHARED_WIDTH_KEYS, "shared expert width", lowest=0, required=False)
+        if width is not None:
+            used.append(f"{width[0]}={width[1]}")
+            if width[1] > 0:
+                num_shared = 1
+                notes.append(f"shared FFN of width {width[1]} ({width[0]}) counted as 1 shared expert")
+        elif any(t in ("llama4", "llama4_text") for t in model_types):
+            num_shared = 1
+            notes.append("Llama-4: 1 shared expert per MoE layer built in (no config key)")
+
+    layers = number(LAYER_KEYS, "layer count", required=False)
+    num_layers = 0
+    if layers is not None:
+        used.append(f"{layers[0]}={layers[1]}")
+        num_layers = layers[1]
+    dtype_found = find(DTYPE_KEYS)
+    dtype = dtype_found[1] if dtype_found is not None and isinstance(dtype_found[1], str) else ""
+
+    model_type = config.get("model_type")
+    folder = os.path.basename(os.path.dirname(os.path.abspath(file)))
+    return ModelSpec(
+        name=model_type if isinstance(model_type, str) else "",
+        title=folder,
+        hidden=hidden,
+        num_experts=num_experts,
+        num_topk=num_topk,
+        num_shared_experts=num_shared,
+        num_layers=num_layers,
+        dtype=dtype,
+        source=file,
+        notes="; ".join(["read " + ", ".join(used)] + notes),
+    )
