@@ -56,8 +56,18 @@ class Record:
                 defaults[name] = cls.__dict__[name]
         cls._record_fields = tuple(fields)
         cls._record_defaults = defaults
+        if "__init__" not in cls.__dict__:
+            cls.__init__ = Record.__init__  # compiled into a fast, class-specific one on first use
 
     def __init__(self, **values) -> None:
+        cls = type(self)
+        if cls.__dict__.get("__init__") is Record.__init__:
+            cls.__init__ = _compile_init(cls)
+            cls.__init__(self, **values)
+            return
+        self._generic_init(**values)
+
+    def _generic_init(self, **values) -> None:
         setter = object.__setattr__
         defaults = self._record_defaults
         for name in self._record_fields:
@@ -110,3 +120,28 @@ class Record:
     def as_dict(self) -> dict:
         """Field name -> value (shallow)."""
         return {name: getattr(self, name) for name in self._record_fields}
+
+
+def _compile_init(cls: type) -> object:
+    """A keyword-only ``__init__`` for ``cls`` with its defaults, like the one ``dataclasses``
+    generates, compiled the first time the class is instantiated (not at import), so only
+    the classes a command uses pay for it."""
+    params, body = [], []
+    namespace: dict = {"_defaults": cls._record_defaults, "_factory": factory}
+    for name in cls._record_fields:
+        if name in cls._record_defaults:
+            default = cls._record_defaults[name]
+            params.append(f"{name}=_defaults[{name!r}]")
+            if type(default) is factory:
+                body.append(f"    if type({name}) is _factory: {name} = {name}.make()")
+        else:
+            params.append(name)
+        body.append(f"    d[{name!r}] = {name}")
+    head = "def __init__(self, *, " + ", ".join(params) + "):" if params else "def __init__(self):"
+    lines = [head, "    d = self.__dict__"] + body
+    if getattr(cls, "__post_init__", None) is not None:
+        lines.append("    self.__post_init__()")
+    exec("\n".join(lines), namespace)  # noqa: S102 - code built from the class's own field names
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from ._record import Record
 from .errors import Checker, UnknownNameError
-from .report import Report
+from .report import Report, Summary, summary_of
 from .units import INT32_MAX
 
-__all__ = ["Plan", "report", "compare", "BACKENDS", "backend_names", "get_backend"]
+__all__ = ["Plan", "report", "summarize", "compare", "BACKENDS", "backend_names", "get_backend"]
 
 
 class Plan(Record):
@@ -143,6 +143,19 @@ def report(plan: Plan, backend: str = "ascend") -> Report:
         InvalidArgumentError: the plan breaks one of the backend's upstream limits.
     """
     return get_backend(backend)(plan)
+
+
+def summarize(plan: Plan, backend: str = "ascend") -> Summary:
+    """Totals, binding region and broken limits of ``report(plan, backend)``, fast: backends
+    with a ``summarize`` function compute it without byte maps; others summarise the report."""
+    module_name, _, _ = BACKENDS.get(backend, (None, None, None))
+    if module_name is not None:
+        import importlib
+
+        fast = getattr(importlib.import_module(module_name), "summarize", None)
+        if fast is not None and BACKENDS[backend][1] == "report":
+            return fast(plan)
+    return summary_of(report(plan, backend))
 
 
 def compare(plan: Plan, backends: tuple[str, ...] | list[str] | None = None) -> dict[str, Report | Exception]:

@@ -33,7 +33,7 @@ from ._record import Record, factory
 
 from .units import align
 
-__all__ = ["Field", "RecordLayout", "Region", "Buffer", "Finding", "LimitCheck", "Quantity", "Report"]
+__all__ = ["Field", "RecordLayout", "Region", "Buffer", "Finding", "LimitCheck", "Quantity", "Report", "Summary"]
 
 
 class Field(Record):
@@ -224,6 +224,31 @@ class Quantity(Record):
     value: int
     unit: str = ""
     source: str = ""
+
+
+class Summary(Record):
+    """The part of a report a sweep row needs, computable much faster than a full report.
+
+    Attributes:
+        num_bytes: total device allocation (``Report.num_bytes``).
+        num_bytes_needed: what a real run needs (``Report.num_bytes_needed``).
+        binding: the region that sets the largest buffer's size.
+        broken: names of the upstream limits the plan breaks.
+    """
+
+    num_bytes: int
+    num_bytes_needed: int
+    binding: str
+    broken: tuple = ()
+
+
+def summary_of(report: "Report") -> Summary:
+    """The summary of a full report (what backends without a fast path return)."""
+    largest = max(report.buffers, key=lambda b: b.num_bytes)
+    region = largest.binding_region()
+    return Summary(num_bytes=report.num_bytes, num_bytes_needed=report.num_bytes_needed,
+                   binding=region.name if region else largest.name,
+                   broken=tuple(lim.name for lim in report.failed_limits()))
 
 
 class Report(Record):

@@ -26,11 +26,13 @@ getters. When ``hidden_bytes % 32 != 0`` and SF packs are present the two disagr
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 
 from .._record import Record
-from ..errors import Checker
+from ..errors import Checker, InvalidArgumentError
 from ._cstruct import struct_offsets
-from ..report import Buffer, Field, Finding, LimitCheck, Quantity, RecordLayout, Region, Report
+from ..report import Buffer, Field, Finding, LimitCheck, Quantity, RecordLayout, Region, Report, Summary
 from ..units import INT32_MAX, INT64_MAX, align, ceil_div, format_int
 
 __all__ = [
@@ -209,13 +211,18 @@ class BufferLayout(Record):
     @property
     def num_bytes(self) -> int:
         """``get_num_bytes`` (int64 upstream, ``TOK:102-112``): ranks x tokens x record bytes."""
-        return self.num_ranks * self.num_bytes_per_rank
+        return buffer_num_bytes(self.num_ranks, self.num_max_tokens_per_rank, self.num_bytes_per_token)
 
     def slot_offset(self, rank_idx: int, token_idx: int) -> int:
         """Byte offset of slot (``rank_idx``, ``token_idx``): ``get_rank_buffer(r).get_token_buffer(t)`` (``TOK:118-128``)."""
         if not (0 <= rank_idx < self.num_ranks and 0 <= token_idx < self.num_max_tokens_per_rank):
             raise IndexError(f"slot ({rank_idx}, {token_idx}) outside {self.num_ranks} x {self.num_max_tokens_per_rank}")
         return rank_idx * self.num_bytes_per_rank + token_idx * self.num_bytes_per_token
+
+
+def buffer_num_bytes(num_ranks: int, num_max_tokens_per_rank: int, num_bytes_per_token: int) -> int:
+    """``BufferLayout::get_num_bytes``: ``num_ranks * (num_max_tokens_per_rank * bytes per token)`` (``TOK:102-112``)."""
+    return num_ranks * (num_max_tokens_per_rank * num_bytes_per_token)
 
 
 def get_dispatch_token_layout(num_hidden_bytes: int, num_sf_packs: int, num_topk: int) -> TokenLayout:
@@ -368,6 +375,7 @@ def check_record(token_layout: TokenLayout) -> list[Finding]:
 
 
 # --- workspace ----------------------------------------------------------------------------
+@lru_cache(maxsize=1)
 def workspace_num_bytes() -> int:
     """``sizeof(EPSignals)``, the workspace ``EPBuffer`` allocates beside the buffer (``EPB:44-46``).
 
@@ -398,60 +406,74 @@ def workspace_num_bytes() -> int:
 # --- limits ---------------------------------------------------------------------------
 def _validate(plan) -> None:
     """Hard limits: arguments upstream rejects (host asserts) or cannot represent."""
+    error = _validation_error(plan.num_ranks, plan.num_topk, plan.num_total_experts, plan.hidden,
+                              plan.use_fp8_dispatch)
+    if error is not None:
+        raise error
+
+
+@lru_cache(maxsize=4096)
+def _validation_error(num_ranks: int, num_topk: int, experts: int, hidden: int, use_fp8_dispatch: bool):
     c = Checker()
-    c.int_range("num_ranks", plan.num_ranks, 1, NUM_MAX_RANKS, f"kNumMaxRanks, {CPL}:35")
-    c.int_range("num_topk", plan.num_topk, 0, NUM_MAX_TOPK, f"dispatch requires kNumTopk <= 32, 0 means 32; {EPB}:589")
-    experts = plan.num_total_experts
+    c.int_range("num_ranks", num_ranks, 1, NUM_MAX_RANKS, f"kNumMaxRanks, {CPL}:35")
+    c.int_range("num_topk", num_topk, 0, NUM_MAX_TOPK, f"dispatch requires kNumTopk <= 32, 0 means 32; {EPB}:589")
     if experts > NUM_MAX_EXPERTS:
         c.add("num_experts", experts, f"allowed 1..{NUM_MAX_EXPERTS} including redundant experts (kNumMaxExperts, {CPL}:36)")
-    if experts % plan.num_ranks:
+    if experts % num_ranks:
         c.add("num_experts", experts,
-              f"must be divisible by num_ranks = {plan.num_ranks} (EP_HOST_ASSERT(num_experts % num_ranks == 0), {EPB}:139)")
-    hidden_bytes = plan.hidden * element_size(plan.use_fp8_dispatch)
+              f"must be divisible by num_ranks = {num_ranks} (EP_HOST_ASSERT(num_experts % num_ranks == 0), {EPB}:139)")
+    hidden_bytes = hidden * element_size(use_fp8_dispatch)
     if hidden_bytes > INT32_MAX:
-        c.add("hidden", plan.hidden, f"hidden x element size = {hidden_bytes} must fit int32 (num_hidden_bytes is int)")
-    c.raise_if_any()
+        c.add("hidden", hidden, f"hidden x element size = {hidden_bytes} must fit int32 (num_hidden_bytes is int)")
+    try:
+        c.raise_if_any()
+    except InvalidArgumentError as error:
+        return error
+    return None
 
 
-def _limits(plan, topk: int, dispatch: BufferLayout, hint_bytes: int) -> list[LimitCheck]:
-    experts = plan.num_total_experts
-    experts_per_rank = experts // plan.num_ranks
-    expanded = plan.num_max_tokens_per_rank * plan.num_ranks * min(topk, experts_per_rank)
-    hidden = plan.hidden
-    return [
-        LimitCheck(name="num_ranks", value=plan.num_ranks, relation="<=", bound=NUM_MAX_RANKS, ok=True,
-                   source=f"{CPL}:35 kNumMaxRanks", enforced="kernel"),
-        LimitCheck(name="num_ranks (8-bit reduction arrival count)", value=plan.num_ranks, relation="<=",
-                   bound=REDUCTION_MAX_HIGH_COUNT, ok=plan.num_ranks <= REDUCTION_MAX_HIGH_COUNT,
-                   source=f"{IDISPATCH}:586-587 \"Reduction arrival count exceeds 8 bits\"; {RED}:16",
-                   enforced="kernel"),
-        LimitCheck(name="tokens x ranks (24-bit reduction value)", value=plan.num_max_tokens_per_rank * plan.num_ranks,
-                   relation="<=", bound=REDUCTION_MAX_LOW_COUNT,
-                   ok=plan.num_max_tokens_per_rank * plan.num_ranks <= REDUCTION_MAX_LOW_COUNT,
-                   source=f"{IDISPATCH}:588-589 \"Per-expert token count exceeds the 24-bit reduction value\"; {RED}:17",
-                   enforced="kernel"),
-        LimitCheck(name="num_topk", value=topk, relation="<=", bound=NUM_MAX_TOPK, ok=True,
-                   source=f"{IDISPATCH}:112; {KCOMBINE}:85", enforced="kernel"),
-        LimitCheck(name="num_experts", value=experts, relation="<=", bound=NUM_MAX_EXPERTS, ok=True,
-                   source=f"{CPL}:36 kNumMaxExperts", enforced="assumed"),
-        LimitCheck(name="num_experts (dispatch SIMT worker)", value=experts, relation="<=",
-                   bound=DISPATCH_NUM_THREADS, ok=experts <= DISPATCH_NUM_THREADS,
-                   source=f"{IDISPATCH}:109 EP_STATIC_ASSERT(kNumExperts <= kNumThreads), kNumThreads = 512 (:661)",
-                   enforced="kernel"),
-        LimitCheck(name="num_experts_per_rank (receive epilogue)", value=experts_per_rank, relation="<=",
-                   bound=NUM_MAX_EXPERTS_PER_RANK, ok=experts_per_rank <= NUM_MAX_EXPERTS_PER_RANK,
-                   source=f"{IEPILOGUE}:246 EP_STATIC_ASSERT(kNumExpertsPerRank <= 512)", enforced="kernel"),
-        LimitCheck(name="hidden % 128 (combine reduce epilogue)", value=hidden % 128, relation="==", bound=0,
-                   ok=hidden % 128 == 0,
-                   source=f"{KCOMBINE}:86 EP_HOST_ASSERT(hidden % (kNumVectorRegisterBytes / sizeof(uint16_t)) == 0)",
-                   enforced="host"),
-        LimitCheck(name="expanded tokens (ranks x tokens x min(topk, experts per rank))", value=expanded,
-                   relation="<=", bound=INT32_MAX, ok=expanded <= INT32_MAX,
-                   source=f"{IDISPATCH}:593-596 \"Expanded token count including expert padding overflows int\"",
-                   enforced="kernel"),
-        LimitCheck(name="buffer bytes", value=hint_bytes, relation="<=", bound=INT64_MAX, ok=hint_bytes <= INT64_MAX,
-                   source=f"{EPB}:28 int64_t num_buffer_bytes", enforced="host"),
-    ]
+_SRC_RANKS = f"{CPL}:35 kNumMaxRanks"
+_SRC_ARRIVALS = f"{IDISPATCH}:586-587 \"Reduction arrival count exceeds 8 bits\"; {RED}:16"
+_SRC_TOKENS_RANKS = f"{IDISPATCH}:588-589 \"Per-expert token count exceeds the 24-bit reduction value\"; {RED}:17"
+_SRC_TOPK = f"{IDISPATCH}:112; {KCOMBINE}:85"
+_SRC_EXPERTS = f"{CPL}:36 kNumMaxExperts"
+_SRC_SIMT = f"{IDISPATCH}:109 EP_STATIC_ASSERT(kNumExperts <= kNumThreads), kNumThreads = 512 (:661)"
+_SRC_EPR = f"{IEPILOGUE}:246 EP_STATIC_ASSERT(kNumExpertsPerRank <= 512)"
+_SRC_HIDDEN = f"{KCOMBINE}:86 EP_HOST_ASSERT(hidden % (kNumVectorRegisterBytes / sizeof(uint16_t)) == 0)"
+_SRC_EXPANDED = f"{IDISPATCH}:593-596 \"Expanded token count including expert padding overflows int\""
+_SRC_INT64 = f"{EPB}:28 int64_t num_buffer_bytes"
+
+
+def _limit_rows(num_ranks: int, num_tokens: int, topk: int, experts: int, hidden: int, hint_bytes: int) -> tuple:
+    """Every limit as ``(name, value, relation, bound, ok, source, enforced)`` — the one
+    definition both :func:`report` (as ``LimitCheck`` records) and :func:`summarize` read."""
+    experts_per_rank = experts // num_ranks
+    tokens_x_ranks = num_tokens * num_ranks
+    expanded = tokens_x_ranks * min(topk, experts_per_rank)
+    return (
+        ("num_ranks", num_ranks, "<=", NUM_MAX_RANKS, True, _SRC_RANKS, "kernel"),
+        ("num_ranks (8-bit reduction arrival count)", num_ranks, "<=", REDUCTION_MAX_HIGH_COUNT,
+         num_ranks <= REDUCTION_MAX_HIGH_COUNT, _SRC_ARRIVALS, "kernel"),
+        ("tokens x ranks (24-bit reduction value)", tokens_x_ranks, "<=", REDUCTION_MAX_LOW_COUNT,
+         tokens_x_ranks <= REDUCTION_MAX_LOW_COUNT, _SRC_TOKENS_RANKS, "kernel"),
+        ("num_topk", topk, "<=", NUM_MAX_TOPK, True, _SRC_TOPK, "kernel"),
+        ("num_experts", experts, "<=", NUM_MAX_EXPERTS, True, _SRC_EXPERTS, "assumed"),
+        ("num_experts (dispatch SIMT worker)", experts, "<=", DISPATCH_NUM_THREADS,
+         experts <= DISPATCH_NUM_THREADS, _SRC_SIMT, "kernel"),
+        ("num_experts_per_rank (receive epilogue)", experts_per_rank, "<=", NUM_MAX_EXPERTS_PER_RANK,
+         experts_per_rank <= NUM_MAX_EXPERTS_PER_RANK, _SRC_EPR, "kernel"),
+        ("hidden % 128 (combine reduce epilogue)", hidden % 128, "==", 0, hidden % 128 == 0, _SRC_HIDDEN, "host"),
+        ("expanded tokens (ranks x tokens x min(topk, experts per rank))", expanded, "<=", INT32_MAX,
+         expanded <= INT32_MAX, _SRC_EXPANDED, "kernel"),
+        ("buffer bytes", hint_bytes, "<=", INT64_MAX, hint_bytes <= INT64_MAX, _SRC_INT64, "host"),
+    )
+
+
+def _limits(plan, topk: int, hint_bytes: int) -> list[LimitCheck]:
+    rows = _limit_rows(plan.num_ranks, plan.num_max_tokens_per_rank, topk, plan.num_total_experts, plan.hidden,
+                       hint_bytes)
+    return [LimitCheck(name=n, value=v, relation=r, bound=b, ok=ok, source=src, enforced=e)
+            for n, v, r, b, ok, src, e in rows]
 
 
 def _limit_findings(limits: list[LimitCheck]) -> list[Finding]:
@@ -535,7 +557,7 @@ def report(plan) -> Report:
                      f"EP_HOST_ASSERT(get_dispatch_buffer_size(...) <= num_buffer_bytes) ({EPB})"),
             data={"num_bytes_needed": buffer.num_bytes_needed, "num_bytes_hint": buffer.num_bytes},
         ))
-    limits = _limits(plan, topk, real_dispatch, buffer.num_bytes)
+    limits = _limits(plan, topk, buffer.num_bytes)
     findings.extend(_limit_findings(limits))
 
     quantities = (
@@ -570,3 +592,33 @@ def report(plan) -> Report:
         findings=tuple(findings),
         limits=tuple(limits),
     )
+
+
+@lru_cache(maxsize=65536)
+def _record_num_bytes(num_hidden_bytes: int, num_sf_bytes: int, num_topk: int, with_metadata: bool) -> int:
+    return TokenLayout(num_hidden_bytes=num_hidden_bytes, num_sf_bytes=num_sf_bytes, num_topk=num_topk,
+                       with_metadata=with_metadata).num_bytes()
+
+
+def summarize(plan) -> Summary:
+    """:func:`report`'s totals, binding region and broken limits without byte maps or findings,
+    through the same layout functions (cached per record shape) — what sweeps call."""
+    _validate(plan)
+    fp8 = plan.use_fp8_dispatch
+    topk = effective_topk(plan.num_topk)
+    elem = element_size(fp8)
+    ranks, tokens, hidden = plan.num_ranks, plan.num_max_tokens_per_rank, plan.hidden
+    hint_packs = hint_num_sf_packs(hidden, fp8)
+    real_packs = plan.num_sf_packs if (plan.num_sf_packs is not None and fp8) else actual_num_sf_packs(hidden, fp8)
+    hidden_bytes = hidden * elem
+    dispatch = buffer_num_bytes(ranks, tokens, _record_num_bytes(hidden_bytes, hint_packs * SF_PACK_BYTES, topk, True))
+    dispatch_used = buffer_num_bytes(ranks, tokens, _record_num_bytes(hidden_bytes, real_packs * SF_PACK_BYTES, topk, True))
+    combine = buffer_num_bytes(min(topk, ranks), tokens, _record_num_bytes(hidden * 2, 0, topk, False))
+    hint = align(max(dispatch, combine), NUM_ALLOCATION_ALIGNMENT_BYTES)
+    needed = align(max(dispatch_used, combine), NUM_ALLOCATION_ALIGNMENT_BYTES)
+    workspace = workspace_num_bytes()
+    broken = tuple(row[0] for row in _limit_rows(ranks, tokens, topk, plan.num_total_experts, hidden, hint)
+                   if not row[4])
+    return Summary(num_bytes=hint + workspace, num_bytes_needed=needed + workspace,
+                   binding="dispatch receive buffer" if dispatch >= combine else "combine reduce buffer",
+                   broken=broken)
