@@ -114,6 +114,14 @@ class Record:
         return type(self)(**values)
 
     @classmethod
+    def _trusted(cls, values: dict):
+        """An instance from a complete, already validated ``values`` dict, skipping
+        ``__post_init__`` (sweeps build many plans whose every value was checked once)."""
+        obj = cls.__new__(cls)
+        obj.__dict__.update(values)
+        return obj
+
+    @classmethod
     def field_names(cls) -> tuple[str, ...]:
         return cls._record_fields
 

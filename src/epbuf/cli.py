@@ -57,6 +57,15 @@ def _bytes_arg(text: str) -> int:
 def _add_plan_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
     from .plan import backend_names
 
+    m = p.add_argument_group("model (explicit --hidden/--topk/--experts override it)")
+    source = m.add_mutually_exclusive_group()
+    source.add_argument("--model", metavar="NAME", help="a model preset (epbuf models lists them), e.g. deepseek-v3")
+    source.add_argument("--model-config", dest="model_config", metavar="PATH",
+                        help="a Hugging Face config.json, or the folder holding it")
+    d = p.add_argument_group("device memory (for the share of memory a buffer takes)")
+    device = d.add_mutually_exclusive_group()
+    device.add_argument("--device", metavar="NAME", help="a device preset (epbuf devices lists them), e.g. h200")
+    device.add_argument("--hbm", metavar="SIZE", help="device memory, e.g. 96GiB, 80GB, 3e10")
     g = p.add_argument_group("shape and topology")
     if backend:
         g.add_argument("--backend", choices=backend_names(), default="ascend",
@@ -79,13 +88,57 @@ def _add_plan_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
                    help="Ascend: SF packs a real FP8 dispatch sends (default ceil(hidden/128)*2)")
 
 
+def _model_from_args(args: argparse.Namespace):
+    """The ModelSpec named by --model / --model-config, or None."""
+    if getattr(args, "model", None):
+        from .models import get_model
+
+        return get_model(args.model)
+    if getattr(args, "model_config", None):
+        from .models import read_model_config
+
+        return read_model_config(args.model_config)
+    return None
+
+
+def _device_from_args(args: argparse.Namespace) -> tuple[str, int] | None:
+    """``(name, capacity bytes)`` from --device / --hbm, or None."""
+    if getattr(args, "device", None):
+        from .devices import get_device
+
+        spec = get_device(args.device)
+        return spec.title, spec.num_bytes
+    if getattr(args, "hbm", None):
+        from .devices import parse_capacity
+        from .units import format_bytes
+
+        num_bytes = parse_capacity(args.hbm)
+        return f"--hbm {format_bytes(num_bytes)}", num_bytes
+    return None
+
+
+def _shape_from_args(args: argparse.Namespace) -> dict:
+    """hidden / num_topk / num_experts: explicit options, else the model, else the seed's defaults."""
+    model = _model_from_args(args)
+    pick = lambda explicit, from_model, default: (  # noqa: E731
+        explicit if explicit is not None else from_model if model is not None else default)
+    return {
+        "hidden": pick(args.hidden, model and model.hidden, DEFAULT_HIDDEN),
+        "num_topk": pick(args.topk, model and model.num_topk, DEFAULT_TOPK),
+        "num_experts": pick(args.experts, model and model.num_experts, DEFAULT_EXPERTS),
+        "model": (model.title or model.name) if model is not None else "",
+    }
+
+
 def _plan_from_args(args: argparse.Namespace):
     from .plan import Plan
 
+    shape = _shape_from_args(args)
     return Plan(
-        hidden=args.hidden if args.hidden is not None else DEFAULT_HIDDEN,
-        num_topk=args.topk if args.topk is not None else DEFAULT_TOPK,
-        num_experts=args.experts if args.experts is not None else DEFAULT_EXPERTS,
+        hidden=shape["hidden"],
+        num_topk=shape["num_topk"],
+        num_experts=shape["num_experts"],
+        model=shape["model"],
         num_ranks=args.ranks if args.ranks is not None else DEFAULT_RANKS,
         num_max_tokens_per_rank=args.tokens if args.tokens is not None else DEFAULT_TOKENS,
         use_fp8_dispatch=args.fp8,
@@ -117,12 +170,16 @@ def _run_hint(args: argparse.Namespace) -> int:
     from .report import report_to_dict
 
     rep = report(_plan_from_args(args), args.backend)
+    device = _device_from_args(args)
     if args.json:
-        _print_json(report_to_dict(rep))
+        data = report_to_dict(rep)
+        if device is not None:
+            data["device"] = {"name": device[0], "num_bytes": device[1], "share": rep.num_bytes / device[1]}
+        _print_json(data)
         return 0
     from .render import render_report
 
-    sys.stdout.write(render_report(rep, verbose=args.verbose))
+    sys.stdout.write(render_report(rep, device=device, verbose=args.verbose))
     return 0
 
 
@@ -184,7 +241,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         return 0
     from .render import render_compare
 
-    sys.stdout.write(render_compare(results))
+    sys.stdout.write(render_compare(results, device=_device_from_args(args)))
     return 0
 
 
@@ -249,6 +306,146 @@ def _run_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- sweep ----------------------------------------------------------------------------
+def _add_sweep(sub) -> None:
+    p = sub.add_parser("sweep", help="many configurations across backends: table, CSV, JSON, plot",
+                       description="Every combination of the listed values, for every backend. Lists are "
+                                   "8,16,32; ranges 1:64 (inclusive), 128:4096:128 (step) or 128:8192:*2 (geometric).")
+    m = p.add_argument_group("model (explicit lists override it)")
+    source = m.add_mutually_exclusive_group()
+    source.add_argument("--model", metavar="NAME", help="a model preset for hidden / top-k / experts")
+    source.add_argument("--model-config", dest="model_config", metavar="PATH", help="a Hugging Face config.json")
+    g = p.add_argument_group("axes")
+    g.add_argument("--backends", help="comma-separated backends (default: all)")
+    g.add_argument("--hidden", metavar="LIST", help=f"hidden sizes (default {DEFAULT_HIDDEN})")
+    g.add_argument("--topk", metavar="LIST", help=f"top-k values (default {DEFAULT_TOPK})")
+    g.add_argument("--experts", metavar="LIST", help=f"expert counts (default {DEFAULT_EXPERTS})")
+    g.add_argument("--ranks", metavar="LIST", help=f"EP sizes (default {DEFAULT_RANKS})")
+    g.add_argument("--tokens", metavar="LIST", help=f"num_max_tokens_per_rank values (default {DEFAULT_TOKENS})")
+    g.add_argument("--dtype", metavar="LIST", default="fp8", help="fp8, bf16 or fp8,bf16 (default fp8)")
+    g.add_argument("--gpus-per-node", dest="gpus_per_node", type=_int_arg(">= 1"),
+                   help="scale-up domain size (default min(ranks, 8))")
+    g.add_argument("--redundant-experts", dest="redundant_experts", type=_int_arg(">= 0", lo=0), default=0,
+                   help="EPLB redundant experts added to the expert count (default 0)")
+    d = p.add_argument_group("output")
+    device = d.add_mutually_exclusive_group()
+    device.add_argument("--device", metavar="NAME", help="draw this device's capacity on the plot")
+    device.add_argument("--hbm", metavar="SIZE", help="draw this capacity on the plot, e.g. 96GiB")
+    d.add_argument("--csv", metavar="FILE", help="write every row as CSV")
+    d.add_argument("--plot", metavar="FILE", help="write a PNG (or .svg) plot; needs epbuf[plot] (matplotlib)")
+    d.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.sweep/1)")
+    d.add_argument("--quiet", action="store_true", help="no table on stdout (with --csv / --plot)")
+    p.set_defaults(run=_run_sweep)
+
+
+def _sweep_axes(args: argparse.Namespace) -> dict:
+    from .sweep import parse_values
+
+    shape = _shape_from_args(argparse.Namespace(**{**vars(args), "hidden": None, "topk": None, "experts": None}))
+    axes = {
+        "hidden": parse_values(args.hidden, "--hidden") if args.hidden else [shape["hidden"]],
+        "num_topk": parse_values(args.topk, "--topk") if args.topk else [shape["num_topk"]],
+        "num_experts": parse_values(args.experts, "--experts") if args.experts else [shape["num_experts"]],
+        "num_ranks": parse_values(args.ranks, "--ranks") if args.ranks else [DEFAULT_RANKS],
+        "num_max_tokens_per_rank": parse_values(args.tokens, "--tokens") if args.tokens else [DEFAULT_TOKENS],
+    }
+    dtypes = [t.strip().lower() for t in args.dtype.split(",") if t.strip()]
+    if not dtypes or any(t not in ("fp8", "bf16") for t in dtypes):
+        from .errors import InvalidArgumentError, Problem
+
+        raise InvalidArgumentError([Problem("dtype", args.dtype, "use fp8, bf16 or fp8,bf16")])
+    axes["use_fp8_dispatch"] = list(dict.fromkeys(t == "fp8" for t in dtypes))
+    return axes, shape["model"]
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    from .plan import Plan
+    from .sweep import sweep
+
+    axes, model = _sweep_axes(args)
+    base = Plan(hidden=axes["hidden"][0], num_topk=axes["num_topk"][0], num_experts=axes["num_experts"][0],
+                num_ranks=axes["num_ranks"][0], num_max_tokens_per_rank=axes["num_max_tokens_per_rank"][0],
+                use_fp8_dispatch=axes["use_fp8_dispatch"][0], num_ranks_per_node=args.gpus_per_node,
+                num_redundant_experts=args.redundant_experts, model=model)
+    result = sweep(base, axes, _chosen_backends(args.backends))
+    device = _device_from_args(args)
+    if args.csv:
+        import csv
+        import io as _io
+
+        from .io import write_text_atomic
+
+        buffer = _io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(result.columns)
+        writer.writerows(["" if v is None else v for v in row] for row in result.rows)
+        write_text_atomic(args.csv, buffer.getvalue(), option="--csv")
+    if args.plot:
+        from .plot import plot_sweep
+
+        plot_sweep(result, args.plot, capacity=device, title=f"{model or 'custom shape'}: total device allocation")
+    if args.json:
+        _print_json({"schema": "epbuf.sweep/1", "columns": list(result.columns), "varying": list(result.varying),
+                     "rows": [list(row) for row in result.rows]})
+        return 0
+    if args.quiet:
+        return 0
+    from .render import render_sweep
+
+    sys.stdout.write(render_sweep(result, device))
+    for path, what in ((args.csv, "CSV"), (args.plot, "plot")):
+        if path:
+            sys.stdout.write(f"wrote {what}: {path}\n")
+    return 0
+
+
+# --- models / devices --------------------------------------------------------------------
+def _add_models(sub) -> None:
+    p = sub.add_parser("models", help="the model presets, with their sources",
+                       description="MoE model presets usable with --model.")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run=_run_models)
+
+
+def _run_models(args: argparse.Namespace) -> int:
+    from .models import MODELS
+
+    if args.json:
+        _print_json({"schema": "epbuf.models/1", "models": [m.as_dict() for m in MODELS.values()]})
+        return 0
+    from .render import table
+    from .units import format_int
+
+    rows = [[m.name, format_int(m.hidden), format_int(m.num_experts), format_int(m.num_topk),
+             format_int(m.num_shared_experts), m.source] for m in MODELS.values()]
+    sys.stdout.write(table(["model", "hidden", "experts", "top-k", "shared", "source (config.json)"], rows,
+                           right={1, 2, 3, 4}, indent="") + "\n")
+    return 0
+
+
+def _add_devices(sub) -> None:
+    p = sub.add_parser("devices", help="the device memory presets, with their sources",
+                       description="Accelerator presets usable with --device.")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run=_run_devices)
+
+
+def _run_devices(args: argparse.Namespace) -> int:
+    from .devices import DEVICES
+
+    if args.json:
+        _print_json({"schema": "epbuf.devices/1", "devices": [d.as_dict() for d in DEVICES.values()]})
+        return 0
+    from .render import table
+    from .units import format_bytes, format_int
+
+    rows = [[d.name, d.title, format_int(d.num_bytes), format_bytes(d.num_bytes), d.label, str(d.ranks_per_node),
+             d.source] for d in DEVICES.values()]
+    sys.stdout.write(table(["device", "title", "bytes", "", "label", "per node", "source"], rows,
+                           right={2, 3, 5}, indent="") + "\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
@@ -263,6 +460,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_layout(sub)
     _add_compare(sub)
     _add_fit(sub)
+    _add_sweep(sub)
+    _add_models(sub)
+    _add_devices(sub)
     return parser
 
 

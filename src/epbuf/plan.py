@@ -142,7 +142,10 @@ def report(plan: Plan, backend: str = "ascend") -> Report:
         UnknownNameError: ``backend`` is not one of :func:`backend_names`.
         InvalidArgumentError: the plan breaks one of the backend's upstream limits.
     """
-    return get_backend(backend)(plan)
+    rep = get_backend(backend)(plan)
+    if plan.model and "model" not in rep.inputs:
+        rep = rep.replace(inputs={"model": plan.model, **rep.inputs})
+    return rep
 
 
 def summarize(plan: Plan, backend: str = "ascend") -> Summary:

@@ -203,3 +203,26 @@ def render_fit(results: dict, budget: int, variable: str) -> str:
     if notes:
         out += ["", "Limits broken independently of the fitted value:"] + notes
     return "\n".join(out).rstrip() + "\n"
+
+
+def render_sweep(result, device: tuple[str, int] | None = None) -> str:
+    """The sweep as a table for people: one line per configuration."""
+    cols = result.columns
+    show = ["backend"] + [c for c in ("hidden", "num_topk", "num_experts", "num_ranks", "num_max_tokens_per_rank",
+                                      "use_fp8_dispatch")]
+    headers = ["backend", "hidden", "top-k", "experts", "ranks", "tokens", "dtype", "allocation", "bytes",
+               "real need"] + ([f"of {device[0]}"] if device else []) + ["binding region", "broken limits / error"]
+    rows = []
+    for row in result.rows:
+        r = dict(zip(cols, row))
+        cells = [r["backend"]] + [format_int(r[c]) for c in show[1:-1]] + ["FP8" if r["use_fp8_dispatch"] else "BF16"]
+        if r["num_bytes"] is None:
+            cells += ["rejected", "", ""] + ([""] if device else []) + ["", r["error"]]
+        else:
+            cells += [format_bytes(r["num_bytes"]), format_int(r["num_bytes"]), format_int(r["num_bytes_needed"])]
+            if device:
+                cells.append(f"{r['num_bytes'] / device[1] * 100:.1f} %")
+            cells += [r["binding"], r["broken_limits"].replace(";", "; ")]
+        rows.append(cells)
+    right = {1, 2, 3, 4, 5, 7, 8, 9} | ({10} if device else set())
+    return table(headers, rows, right=right, indent="") + "\n"

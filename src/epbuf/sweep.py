@@ -1,0 +1,133 @@
+"""Sweeps: many plans across backends in one table (and CSV, JSON, PNG).
+
+>>> from epbuf.plan import Plan
+>>> base = Plan(hidden=7168, num_topk=8, num_experts=256, num_ranks=8, num_max_tokens_per_rank=1)
+>>> result = sweep(base, {"num_max_tokens_per_rank": [128, 256]}, ["ascend"])
+>>> [row[result.columns.index("num_bytes")] for row in result.rows]
+[27262976, 48234496]
+
+Each axis value is validated once against the base plan, so the inner loop builds
+plans without re-checking and calls each backend's fast ``summarize`` path (the same
+layout functions as the full report, cached per record shape).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from ._record import Record
+from .errors import EpbufError
+from .plan import BACKENDS, Plan, get_backend
+from .report import summary_of
+
+__all__ = ["AXES", "COLUMNS", "SweepResult", "sweep", "parse_values", "summarizer"]
+
+# Plan fields a sweep may vary, in column order.
+AXES = ("hidden", "num_topk", "num_experts", "num_ranks", "num_max_tokens_per_rank", "use_fp8_dispatch")
+COLUMNS = ("backend",) + AXES + ("num_bytes", "num_bytes_needed", "binding", "broken_limits", "error")
+
+
+class SweepResult(Record):
+    """``rows`` are tuples in ``columns`` order; ``varying`` names the axes with more than one value."""
+
+    columns: tuple
+    rows: list
+    varying: tuple = ()
+
+    def column(self, name: str) -> list:
+        i = self.columns.index(name)
+        return [row[i] for row in self.rows]
+
+
+def summarizer(backend: str):
+    """The fastest ``plan -> Summary`` function of ``backend``."""
+    module_name, function, _ = BACKENDS[backend]
+    import importlib
+
+    module = importlib.import_module(module_name)
+    fast = getattr(module, "summarize" if function == "report" else f"summarize_{function.removeprefix('report_')}",
+                   None)
+    if fast is not None:
+        return fast
+    full = get_backend(backend)
+    return lambda plan: summary_of(full(plan))
+
+
+def sweep(base: Plan, axes: dict[str, list], backends: list[str] | tuple[str, ...]) -> SweepResult:
+    """Every combination of ``axes`` values (plan fields from :data:`AXES`) for every backend.
+
+    Raises:
+        InvalidArgumentError: an axis value that no plan may have (checked once per value).
+        UnknownNameError: an unknown backend.
+    """
+    for backend in backends:
+        get_backend(backend)  # unknown names fail here, with the list of known ones
+    names = [a for a in AXES if a in axes]
+    unknown = set(axes) - set(AXES)
+    if unknown:
+        raise EpbufError(f"sweep axes {sorted(unknown)} are not among {AXES}")
+    for name in names:
+        for value in axes[name]:
+            base.replace(**{name: value})  # raises InvalidArgumentError naming the option and value
+    template = base.as_dict()
+    values = [list(axes[name]) for name in names]
+    rows = []
+    for backend in backends:
+        fn = summarizer(backend)
+        for combo in itertools.product(*values):
+            fields = dict(template)
+            fields.update(zip(names, combo))
+            plan = Plan._trusted(fields)
+            try:
+                s = fn(plan)
+                rows.append((backend, fields["hidden"], fields["num_topk"], fields["num_experts"], fields["num_ranks"],
+                             fields["num_max_tokens_per_rank"], fields["use_fp8_dispatch"], s.num_bytes,
+                             s.num_bytes_needed, s.binding, ";".join(s.broken), ""))
+            except EpbufError as error:
+                rows.append((backend, fields["hidden"], fields["num_topk"], fields["num_experts"], fields["num_ranks"],
+                             fields["num_max_tokens_per_rank"], fields["use_fp8_dispatch"], None, None, "", "",
+                             str(error)))
+    varying = tuple(["backend"] if len(backends) > 1 else []) + tuple(n for n in names if len(axes[n]) > 1)
+    return SweepResult(columns=COLUMNS, rows=rows, varying=varying)
+
+
+def parse_values(text: str, option: str, integer: bool = True) -> list:
+    """``"8,16,32"``, ``"1:8"`` (inclusive), ``"128:4096:128"`` (step), ``"128:4096:*2"`` (x2 each step).
+
+    Raises:
+        InvalidArgumentError: one line naming ``option``, the text and the accepted forms.
+    """
+    from .errors import InvalidArgumentError, Problem
+
+    forms = "a list 8,16,32, a range 1:64 (inclusive), 128:4096:128 (step) or 128:4096:*2 (geometric)"
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            part = part.strip().replace("_", "")
+            if ":" not in part:
+                out.append(int(part))
+                continue
+            pieces = part.split(":")
+            if len(pieces) not in (2, 3):
+                raise ValueError
+            lo, hi = int(pieces[0]), int(pieces[1])
+            step = pieces[2] if len(pieces) == 3 else "1"
+            if lo > hi:
+                raise ValueError
+            if step.startswith("*"):
+                factor = int(step[1:])
+                if factor < 2 or lo < 1:
+                    raise ValueError
+                x = lo
+                while x <= hi:
+                    out.append(x)
+                    x *= factor
+            else:
+                if int(step) < 1:
+                    raise ValueError
+                out.extend(range(lo, hi + 1, int(step)))
+    except ValueError:
+        raise InvalidArgumentError([Problem(option.lstrip("-").replace("-", "_"), text, f"use {forms}")]) from None
+    if not out:
+        raise InvalidArgumentError([Problem(option.lstrip("-").replace("-", "_"), text, f"no values; use {forms}")])
+    return list(dict.fromkeys(out))
