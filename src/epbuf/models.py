@@ -285,11 +285,15 @@ def _lookup(table: dict, index: dict, name: str, argument: str, fallback: str):
         return table[key]
     import difflib
 
+    # Names that start with what was typed ("a100", "qwen3") first, then difflib's nearest.
+    wanted = _fold(name)
+    prefixed = [folded for folded in index if wanted and folded.startswith(wanted)]
     close: list[str] = []
-    for folded in difflib.get_close_matches(_fold(name), list(index), n=6, cutoff=0.6):
+    for folded in prefixed + difflib.get_close_matches(wanted, list(index), n=6, cutoff=0.6):
         if index[folded] not in close:
             close.append(index[folded])
-    hint = f"did you mean {', '.join(close[:3])}? " if close else ""
+    limit = min(max(3, len({index[f] for f in prefixed})), 5)
+    hint = f"did you mean {', '.join(close[:limit])}? " if close else ""
     raise UnknownNameError(
         f"--{argument} ({argument}) = {name!r}: unknown; {hint}known: {', '.join(table)}; {fallback}"
     )

@@ -4,7 +4,7 @@
 >>> base = Plan(hidden=7168, num_topk=8, num_experts=256, num_ranks=8, num_max_tokens_per_rank=1)
 >>> result = sweep(base, {"num_max_tokens_per_rank": [128, 256]}, ["ascend"])
 >>> [row[result.columns.index("num_bytes")] for row in result.rows]
-[27262976, 48234496]
+[18874368, 33554432]
 
 Each axis value is validated once against the base plan, so the inner loop builds
 plans without re-checking and calls each backend's fast ``summarize`` path (the same
