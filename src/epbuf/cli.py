@@ -86,6 +86,18 @@ def _add_plan_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
                    help="EPLB redundant experts added to --experts (default 0)")
     g.add_argument("--sf-packs", dest="sf_packs", type=_int_arg(">= 0", lo=0),
                    help="Ascend: SF packs a real FP8 dispatch sends (default ceil(hidden/128)*2)")
+    u = p.add_argument_group("DeepEP options")
+    u.add_argument("--deepep-version", dest="deepep_version", metavar="ID",
+                   help="upstream formula generation (default: the newest); deepep-v2: 2026-04, 2026-07, refactor; "
+                        "deepep-v1 / deepep-ll: see `epbuf versions`")
+    u.add_argument("--no-hybrid", dest="allow_hybrid_mode", action="store_false",
+                   help="deepep-v2: allow_hybrid_mode=False (one logical scale-out domain)")
+    u.add_argument("--single-reduction", dest="allow_multiple_reduction", action="store_false",
+                   help="deepep-v2: allow_multiple_reduction=False (combine sends top-k records)")
+    u.add_argument("--no-nvlink", dest="scaleup_is_nvlink", action="store_false",
+                   help="deepep-v2: the scale-up domain is not NVLink")
+    u.add_argument("--num-sms", dest="num_sms", type=_int_arg(">= 2", lo=2),
+                   help="deepep-v1: Buffer.num_sms for the default configs (default 20)")
 
 
 def _model_from_args(args: argparse.Namespace):
@@ -145,6 +157,11 @@ def _plan_from_args(args: argparse.Namespace):
         num_ranks_per_node=args.gpus_per_node,
         num_redundant_experts=args.redundant_experts,
         num_sf_packs=args.sf_packs,
+        deepep_version=args.deepep_version,
+        allow_hybrid_mode=args.allow_hybrid_mode,
+        allow_multiple_reduction=args.allow_multiple_reduction,
+        scaleup_is_nvlink=args.scaleup_is_nvlink,
+        num_sms=args.num_sms,
     )
 
 

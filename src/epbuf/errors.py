@@ -46,6 +46,11 @@ _OPTIONS = {
     "budget": "--budget",
     "hbm": "--hbm",
     "backend": "--backend",
+    "allow_hybrid_mode": "--no-hybrid",
+    "allow_multiple_reduction": "--single-reduction",
+    "scaleup_is_nvlink": "--no-nvlink",
+    "model": "--model",
+    "device": "--device",
 }
 
 

@@ -54,8 +54,7 @@ The experts count is not an input of the hint; it only enters the limits.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from .._record import Record
 from ..errors import Checker, InvalidArgumentError, Problem
 from ..report import Buffer, Field, Finding, LimitCheck, Quantity, RecordLayout, Region, Report
 from ..units import INT32_MAX, INT64_MAX, MiB, align, ceil_div, format_int
@@ -119,6 +118,8 @@ NUM_MAX_SMS = 160
 NUM_MAX_CHANNELS = NUM_MAX_CHANNELS_PER_SM * NUM_MAX_SMS
 NUM_MAX_RANKS = 1024  # WorkspaceLayout::kNumMaxRanks (layout.cuh:19 @dd758ca), kNumMaxRanks (compiled.cuh:74 @def8651)
 NUM_MAX_EXPERTS = 2048  # WorkspaceLayout::kNumMaxExperts (layout.cuh:20), EPSignals::kNumMaxExperts (workspace.cuh:10)
+NUM_MAX_EXPERTS_PER_RANK_ELASTIC = 256  # WorkspaceLayout::kNumMaxExpertsPerRank (layout.cuh:21 @b306af0, @dd758ca)
+NUM_MAX_EXPERTS_PER_RANK_EP = 512  # EPSignals::kNumMaxExpertsPerRank (workspace.cuh:11 @def8651)
 # "there are lots of `kNumTopk <= 32` restrictions, so we use 32 to calculate token size"
 # (buffer.hpp:662-663 @dd758ca); the kernels statically assert kNumTopk <= 32 (one warp lane each).
 NUM_MAX_TOPK = 32
@@ -141,8 +142,7 @@ _DTYPE_BYTES = {"float8_e4m3fn": 1, "bfloat16": 2, "uint8": 1}
 
 
 # --- generations -----------------------------------------------------------------------
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Sources:
+class Sources(Record):
     """Upstream ``path:line @commit`` of each formula and limit of one generation."""
 
     constants: str
@@ -172,8 +172,7 @@ class Sources:
     kernel_src_idx: str
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Generation:
+class Generation(Record):
     """One generation of DeepEP V2's size arithmetic.
 
     Attributes:
@@ -302,7 +301,8 @@ _GENERATIONS = {
         buffer_class="ElasticBuffer",
         summary="first EPv2 release; the hint is max(dispatch, combine) without 2 MiB rounding, "
                 "the workspace align(WorkspaceLayout::get_num_bytes(), 32)",
-        num_rdma_alignment_bytes=1, num_hint_alignment_bytes=1, num_max_experts_per_rank=256,
+        num_rdma_alignment_bytes=1, num_hint_alignment_bytes=1,
+        num_max_experts_per_rank=NUM_MAX_EXPERTS_PER_RANK_ELASTIC,
         workspace_kind="WorkspaceLayout", num_workspace_alignment_bytes=NUM_TMA_ALIGNMENT_BYTES,
         sources=_SRC_2026_04,
     ),
@@ -311,7 +311,7 @@ _GENERATIONS = {
         buffer_class="ElasticBuffer",
         summary="a422b5a (2026-05-21) through dd758ca (main, 2026-07-14); hint and workspace rounded to 2 MiB",
         num_rdma_alignment_bytes=1, num_hint_alignment_bytes=NUM_ALLOCATION_ALIGNMENT_BYTES,
-        num_max_experts_per_rank=256, workspace_kind="WorkspaceLayout",
+        num_max_experts_per_rank=NUM_MAX_EXPERTS_PER_RANK_ELASTIC, workspace_kind="WorkspaceLayout",
         num_workspace_alignment_bytes=NUM_ALLOCATION_ALIGNMENT_BYTES, sources=_SRC_2026_07,
     ),
     "refactor": Generation(
@@ -320,7 +320,7 @@ _GENERATIONS = {
         summary="refactored tree (token.cuh @1a1ffba, ep.hpp and workspace.cuh @def8651, newer than dd758ca); "
                 "records rounded to 64 bytes for RDMA, sizeof(EPSignals) workspace, 512 experts per rank",
         num_rdma_alignment_bytes=NUM_RDMA_ALIGNMENT_BYTES, num_hint_alignment_bytes=NUM_ALLOCATION_ALIGNMENT_BYTES,
-        num_max_experts_per_rank=512, workspace_kind="EPSignals",
+        num_max_experts_per_rank=NUM_MAX_EXPERTS_PER_RANK_EP, workspace_kind="EPSignals",
         num_workspace_alignment_bytes=NUM_ALLOCATION_ALIGNMENT_BYTES, sources=_SRC_REFACTOR,
     ),
 }
@@ -372,8 +372,7 @@ def get_generation(deepep_version: str | None = None) -> Generation:
 
 
 # --- records ---------------------------------------------------------------------------
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TokenLayout:
+class TokenLayout(Record):
     """One token record, as ``TokenLayout`` computes it (``layout.cuh:179-249 @dd758ca``,
     ``token.cuh:10-82 @1a1ffba``).
 
@@ -525,8 +524,7 @@ def check_record(token_layout: TokenLayout, with_mbarrier: bool = False) -> list
     return problems
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class BufferLayout:
+class BufferLayout(Record):
     """``num_ranks`` x ``num_max_tokens_per_rank`` records, packed (``BufferLayout<false>``,
     ``layout.cuh:251-311 @dd758ca``, ``token.cuh:84-144 @1a1ffba``)."""
 
@@ -555,8 +553,7 @@ class BufferLayout:
 
 
 # --- logical domain -------------------------------------------------------------------------
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Domain:
+class Domain(Record):
     """Physical ``(num_rdma_ranks, num_nvl_ranks)`` and logical ``(num_scaleout_ranks,
     num_scaleup_ranks)`` domains, as the communicator context derives them."""
 
@@ -854,8 +851,7 @@ def _check_hint_arguments(c: Checker, num_max_tokens_per_rank: int, hidden: int,
               "(direct combine send buffer without multiple reduction)")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Sizes:
+class _Sizes(Record):
     """Everything ``calculate_buffer_size`` computes, kept for the report."""
 
     domain: Domain
@@ -1177,10 +1173,15 @@ def report(plan) -> Report:
     real = _sizes(domain, tokens, hidden, plan.num_topk, fp8, amr, real_packs, gen.id)
     topk = hint.topk
 
+    # Every buffer of one phase holds the same record; the first one's is the phase's record.
+    real_dispatch_record = next(iter(real.dispatch.values())).token_layout
+    hint_dispatch_record = next(iter(hint.dispatch.values())).token_layout
+    combine_record = next(iter(hint.combine.values())).token_layout
+
     dispatch_formula = _formula(hint.dispatch)
     if real_packs != hint_packs:
         dispatch_formula += (f" (hint: {hint_packs} SF packs per token; a real run sends {real_packs}, "
-                             f"{format_int(real.dispatch[next(iter(real.dispatch))].num_bytes_per_token)} B/record)")
+                             f"{format_int(real_dispatch_record.num_bytes())} B/record)")
     regions = [
         Region(name="dispatch", num_bytes=hint.num_dispatch_bytes, num_bytes_used=real.num_dispatch_bytes,
                formula=dispatch_formula, source=src.dispatch_buffer_size),
@@ -1189,14 +1190,11 @@ def report(plan) -> Report:
                source=src.combine_buffer_size),
     ]
     buffer = Buffer.combine("EP buffer", regions, "max", gen.num_hint_alignment_bytes,
-                            source=f"{src.calculate_buffer_size}; {src.hint_alignment}")
+                            source=f"{src.python_hint} -> {src.calculate_buffer_size}; {src.hint_alignment}")
     workspace = Buffer.combine("workspace", workspace_regions(gen.id), "sum", gen.num_workspace_alignment_bytes,
                                source=f"{src.allocation}; {src.workspace}")
 
     dtype = "float8_e4m3fn" if fp8 else "bfloat16"
-    real_dispatch_record = next(iter(real.dispatch.values())).token_layout
-    hint_dispatch_record = next(iter(hint.dispatch.values())).token_layout
-    combine_record = next(iter(hint.combine.values())).token_layout
     records = [real_dispatch_record.record("dispatch", dtype), combine_record.record("combine", "bfloat16")]
     if hint_packs != real_packs:
         records.insert(1, hint_dispatch_record.record("dispatch (hint)", dtype))
@@ -1229,6 +1227,8 @@ def report(plan) -> Report:
     )
 
     quantities = [
+        Quantity(name="num_scaleout_ranks", value=domain.num_scaleout_ranks, source=src.domain),
+        Quantity(name="num_scaleup_ranks", value=domain.num_scaleup_ranks, source=src.domain),
         Quantity(name="num_topk", value=topk, source=src.calculate_buffer_size),
         Quantity(name="element_size", value=hint.elem_size, unit="B"),
         Quantity(name="hint_num_sf_packs", value=hint_packs, source=src.calculate_buffer_size),
