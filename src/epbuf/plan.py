@@ -18,7 +18,7 @@ from .errors import Checker, UnknownNameError
 from .report import Report, Summary, summary_of
 from .units import INT32_MAX
 
-__all__ = ["Plan", "report", "summarize", "compare", "BACKENDS", "backend_names", "get_backend"]
+__all__ = ["Plan", "report", "summarize", "summarizer", "compare", "BACKENDS", "backend_names", "get_backend"]
 
 
 class Plan(Record):
@@ -148,17 +148,29 @@ def report(plan: Plan, backend: str = "ascend") -> Report:
     return rep
 
 
-def summarize(plan: Plan, backend: str = "ascend") -> Summary:
-    """Totals, binding region and broken limits of ``report(plan, backend)``, fast: backends
-    with a ``summarize`` function compute it without byte maps; others summarise the report."""
-    module_name, _, _ = BACKENDS.get(backend, (None, None, None))
-    if module_name is not None:
-        import importlib
+def summarizer(backend: str):
+    """The fastest ``plan -> Summary`` function of ``backend``: the backend module's
+    ``summarize`` (or ``summarize_<mode>`` for ``report_<mode>``) when it has one, else
+    the summary of the full report."""
+    try:
+        module_name, function, _ = BACKENDS[backend]
+    except KeyError:
+        get_backend(backend)  # raises the one-line UnknownNameError
+        raise
+    import importlib
 
-        fast = getattr(importlib.import_module(module_name), "summarize", None)
-        if fast is not None and BACKENDS[backend][1] == "report":
-            return fast(plan)
-    return summary_of(report(plan, backend))
+    module = importlib.import_module(module_name)
+    name = "summarize" if function == "report" else "summarize_" + function.removeprefix("report_")
+    fast = getattr(module, name, None)
+    if fast is not None:
+        return fast
+    full = getattr(module, function)
+    return lambda plan: summary_of(full(plan))
+
+
+def summarize(plan: Plan, backend: str = "ascend") -> Summary:
+    """Totals, binding region and broken limits of ``report(plan, backend)``, without byte maps."""
+    return summarizer(backend)(plan)
 
 
 def compare(plan: Plan, backends: tuple[str, ...] | list[str] | None = None) -> dict[str, Report | Exception]:

@@ -17,10 +17,9 @@ import itertools
 
 from ._record import Record
 from .errors import EpbufError
-from .plan import BACKENDS, Plan, get_backend
-from .report import summary_of
+from .plan import Plan, get_backend, summarizer
 
-__all__ = ["AXES", "COLUMNS", "SweepResult", "sweep", "parse_values", "summarizer"]
+__all__ = ["AXES", "COLUMNS", "SweepResult", "sweep", "parse_values"]
 
 # Plan fields a sweep may vary, in column order.
 AXES = ("hidden", "num_topk", "num_experts", "num_ranks", "num_max_tokens_per_rank", "use_fp8_dispatch")
@@ -37,20 +36,6 @@ class SweepResult(Record):
     def column(self, name: str) -> list:
         i = self.columns.index(name)
         return [row[i] for row in self.rows]
-
-
-def summarizer(backend: str):
-    """The fastest ``plan -> Summary`` function of ``backend``."""
-    module_name, function, _ = BACKENDS[backend]
-    import importlib
-
-    module = importlib.import_module(module_name)
-    fast = getattr(module, "summarize" if function == "report" else f"summarize_{function.removeprefix('report_')}",
-                   None)
-    if fast is not None:
-        return fast
-    full = get_backend(backend)
-    return lambda plan: summary_of(full(plan))
 
 
 def sweep(base: Plan, axes: dict[str, list], backends: list[str] | tuple[str, ...]) -> SweepResult:

@@ -38,7 +38,7 @@ module reproduces (``main`` by default; ``pr434`` is the *unmerged* PR #434).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .._record import Record
 
 from ..errors import Checker, InvalidArgumentError
 from ..report import Buffer, Field, Finding, LimitCheck, Quantity, RecordLayout, Region, Report
@@ -132,8 +132,7 @@ MAX_NUM_BYTES_INT4_CHECK = (INT32_MAX * INT4_BYTES - 1) // NUM_BUFFER_ALIGNMENT_
 # ======================================================================================
 # Versions
 # ======================================================================================
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Version:
+class Version(Record):
     """One upstream state whose formulas and limits this module reproduces.
 
     Attributes:
@@ -346,8 +345,7 @@ def _padding_region(num_bytes: int, rounded: int, formula: str, source: str) -> 
                    formula=formula, source=source)]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Config:
+class Config(Record):
     """``deep_ep::legacy::Config`` (``CFG:24-51``): SMs and chunk sizes of the normal kernels.
 
     Defaults are the Python binding's (``BUF:1752-1760``). The constructor applies
@@ -724,8 +722,7 @@ def num_bytes_per_combine_msg(hidden: int, variant: int = 5) -> int:
     return _num_scales(hidden) * BF162_BYTES + hidden * BF16_BYTES
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Span:
+class Span(Record):
     """A named byte range of the low-latency RDMA buffer."""
 
     name: str
@@ -737,8 +734,7 @@ class Span:
         return self.offset + self.num_bytes
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LowLatencyBuffer:
+class LowLatencyBuffer(Record):
     """``LowLatencyBuffer`` (``CFG:102-120``): one of the two (odd/even) buffer sets, as
     byte offsets into the RDMA buffer. Dispatch and combine share the same memory.
 
@@ -755,8 +751,7 @@ class LowLatencyBuffer:
     dispatch_rdma_atomic_token_counter: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LowLatencyLayout:
+class LowLatencyLayout(Record):
     """``LowLatencyLayout`` (``CFG:122-183``): double-buffered send, receive and signaling.
 
     Each of the two buffer sets has a send buffer ``max(T * dispatch_msg, E * T *
