@@ -56,12 +56,16 @@ def plot_sweep(result: SweepResult, path: str, capacity: tuple[str, int] | None 
     cols = result.columns
     xi, yi = cols.index(x_axis), cols.index("num_bytes")
     series_axes = [a for a in result.varying if a != x_axis]
+    bi = cols.index("broken_limits")
     series: dict[tuple, list[tuple[int, int]]] = {}
+    broken: list[tuple[int, int]] = []
     for row in result.rows:
         if row[yi] is None:
             continue
         key = tuple(row[cols.index(a)] for a in series_axes)
         series.setdefault(key, []).append((row[xi], row[yi]))
+        if row[bi]:
+            broken.append((row[xi], row[yi]))
     if not series:
         raise EpbufError("--plot: every configuration of the sweep was rejected; nothing to draw")
 
@@ -74,6 +78,9 @@ def plot_sweep(result: SweepResult, path: str, capacity: tuple[str, int] | None 
         xs = [p[0] for p in points]
         ys = [p[1] / scale for p in points]
         ax.plot(xs, ys, marker="o" if len(xs) <= 40 else None, markersize=3, linewidth=1.6, label=label)
+    if broken:
+        ax.scatter([x for x, _ in broken], [y / scale for _, y in broken], marker="x", s=46, color="#d62728",
+                   linewidths=1.6, zorder=5, label="breaks an upstream limit (see the table)")
     if capacity is not None:
         name, num_bytes = capacity
         ax.axhline(num_bytes / scale, color="#d62728", linestyle="--", linewidth=1.4,

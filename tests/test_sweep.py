@@ -1,0 +1,119 @@
+"""``epbuf sweep``: rows equal the full reports, CSV/JSON/plot outputs, axis parsing."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+
+import pytest
+
+from epbuf import InvalidArgumentError, Plan, report
+from epbuf.cli import main
+from epbuf.plan import backend_names, summarize
+from epbuf.report import summary_of
+from epbuf.sweep import COLUMNS, parse_values, sweep
+
+BASE = Plan(hidden=7168, num_topk=8, num_experts=256, num_ranks=8, num_max_tokens_per_rank=128)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("8", [8]),
+        ("8,16,32", [8, 16, 32]),
+        ("1:4", [1, 2, 3, 4]),
+        ("128:512:128", [128, 256, 384, 512]),
+        ("128:4096:*2", [128, 256, 512, 1024, 2048, 4096]),
+        ("8,8,16", [8, 16]),
+        ("1_024", [1024]),
+    ],
+)
+def test_parse_values(text, expected):
+    assert parse_values(text, "--tokens") == expected
+
+
+@pytest.mark.parametrize("text", ["", "x", "4:1", "1:8:0", "1:8:*1", "1:2:3:4", "0:8:*2"])
+def test_parse_values_rejects(text):
+    with pytest.raises(InvalidArgumentError, match="--tokens"):
+        parse_values(text, "--tokens")
+
+
+def test_rows_equal_full_reports_for_every_backend():
+    result = sweep(BASE, {"num_ranks": [8, 16], "num_max_tokens_per_rank": [1, 128, 4096],
+                          "use_fp8_dispatch": [True, False]}, backend_names())
+    assert result.columns == COLUMNS
+    assert len(result.rows) == len(backend_names()) * 2 * 3 * 2
+    for row in result.rows:
+        r = dict(zip(COLUMNS, row))
+        plan = BASE.replace(num_ranks=r["num_ranks"], num_max_tokens_per_rank=r["num_max_tokens_per_rank"],
+                            use_fp8_dispatch=r["use_fp8_dispatch"])
+        full = report(plan, r["backend"])
+        assert (r["num_bytes"], r["num_bytes_needed"]) == (full.num_bytes, full.num_bytes_needed)
+        assert r["broken_limits"] == ";".join(lim.name for lim in full.failed_limits())
+
+
+def test_summarize_equals_summary_of_report():
+    for backend in backend_names():
+        assert summarize(BASE, backend) == summary_of(report(BASE, backend)), backend
+
+
+def test_rejected_configurations_become_rows_with_the_error():
+    result = sweep(BASE, {"num_ranks": [8, 512]}, ["ascend"])
+    bad = dict(zip(COLUMNS, result.rows[1]))
+    assert bad["num_bytes"] is None and "--ranks (num_ranks) = 512" in bad["error"]
+
+
+def test_axis_value_invalid_for_every_plan_is_one_error():
+    with pytest.raises(InvalidArgumentError, match="--tokens"):
+        sweep(BASE, {"num_max_tokens_per_rank": [0, 8]}, ["ascend"])
+
+
+def test_cli_csv_matches_json(tmp_path, capsys):
+    out = tmp_path / "sweep.csv"
+    argv = ["sweep", "--backends", "ascend,deepep-v2", "--ranks", "8,16", "--tokens", "128:1024:*2", "--topk", "8"]
+    assert main(argv + ["--csv", str(out), "--quiet"]) == 0
+    assert capsys.readouterr().out == ""
+    with out.open() as f:
+        rows = list(csv.DictReader(f))
+    assert main(argv + ["--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["schema"] == "epbuf.sweep/1" and len(rows) == len(data["rows"]) == 2 * 2 * 4
+    for csv_row, json_row in zip(rows, data["rows"]):
+        j = dict(zip(data["columns"], json_row))
+        assert int(csv_row["num_bytes"]) == j["num_bytes"]
+        assert csv_row["backend"] == j["backend"]
+
+
+def test_cli_plot_png(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "sweep.png"
+    assert main(["sweep", "--backends", "ascend,deepep-v2", "--ranks", "8,16,32", "--tokens", "64:8192:*2",
+                 "--model", "deepseek-v3", "--device", "h200", "--plot", str(out), "--quiet"]) == 0
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.png"]
+
+
+def test_cli_plot_without_matplotlib_names_the_extra(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    code = main(["sweep", "--backends", "ascend", "--plot", str(tmp_path / "x.png")])
+    err = capsys.readouterr().err
+    assert code == 2 and "pip install 'epbuf[plot]'" in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["sweep", "--ranks", "1:x"], "--ranks"),
+        (["sweep", "--dtype", "fp16"], "--dtype (dtype) = 'fp16'"),
+        (["sweep", "--backends", "nope"], "--backends = 'nope'"),
+        (["sweep", "--tokens", "0"], "--tokens (num_max_tokens_per_rank) = 0"),
+        (["sweep", "--csv", "/nonexistent/dir/x.csv"], "--csv: /nonexistent/dir/x.csv: folder"),
+    ],
+)
+def test_cli_sweep_errors(capsys, argv, needle):
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and err.count("\n") == 1, err
