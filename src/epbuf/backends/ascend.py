@@ -600,25 +600,41 @@ def _record_num_bytes(num_hidden_bytes: int, num_sf_bytes: int, num_topk: int, w
                        with_metadata=with_metadata).num_bytes()
 
 
+@lru_cache(maxsize=65536)
+def _token_independent(num_ranks: int, num_topk: int, experts: int, hidden: int, use_fp8_dispatch: bool,
+                       num_sf_packs: int | None):
+    """Everything :func:`summarize` needs that does not depend on the token count: the
+    validation error (or ``None``), effective top-k and the three record strides."""
+    error = _validation_error(num_ranks, num_topk, experts, hidden, use_fp8_dispatch)
+    if error is not None:
+        return error
+    topk = effective_topk(num_topk)
+    hidden_bytes = hidden * element_size(use_fp8_dispatch)
+    real_packs = num_sf_packs if (num_sf_packs is not None and use_fp8_dispatch) else actual_num_sf_packs(
+        hidden, use_fp8_dispatch)
+    return (
+        topk,
+        _record_num_bytes(hidden_bytes, hint_num_sf_packs(hidden, use_fp8_dispatch) * SF_PACK_BYTES, topk, True),
+        _record_num_bytes(hidden_bytes, real_packs * SF_PACK_BYTES, topk, True),
+        _record_num_bytes(hidden * 2, 0, topk, False),
+    )
+
+
 def summarize(plan) -> Summary:
     """:func:`report`'s totals, binding region and broken limits without byte maps or findings,
-    through the same layout functions (cached per record shape) — what sweeps call."""
-    _validate(plan)
-    fp8 = plan.use_fp8_dispatch
-    topk = effective_topk(plan.num_topk)
-    elem = element_size(fp8)
-    ranks, tokens, hidden = plan.num_ranks, plan.num_max_tokens_per_rank, plan.hidden
-    hint_packs = hint_num_sf_packs(hidden, fp8)
-    real_packs = plan.num_sf_packs if (plan.num_sf_packs is not None and fp8) else actual_num_sf_packs(hidden, fp8)
-    hidden_bytes = hidden * elem
-    dispatch = buffer_num_bytes(ranks, tokens, _record_num_bytes(hidden_bytes, hint_packs * SF_PACK_BYTES, topk, True))
-    dispatch_used = buffer_num_bytes(ranks, tokens, _record_num_bytes(hidden_bytes, real_packs * SF_PACK_BYTES, topk, True))
-    combine = buffer_num_bytes(min(topk, ranks), tokens, _record_num_bytes(hidden * 2, 0, topk, False))
+    through the same layout functions (cached per token-independent shape) — what sweeps call."""
+    ranks, tokens, experts = plan.num_ranks, plan.num_max_tokens_per_rank, plan.num_total_experts
+    shape = _token_independent(ranks, plan.num_topk, experts, plan.hidden, plan.use_fp8_dispatch,
+                               plan.num_sf_packs)
+    if type(shape) is not tuple:
+        raise shape
+    topk, hint_record, real_record, combine_record = shape
+    dispatch = buffer_num_bytes(ranks, tokens, hint_record)
+    combine = buffer_num_bytes(min(topk, ranks), tokens, combine_record)
     hint = align(max(dispatch, combine), NUM_ALLOCATION_ALIGNMENT_BYTES)
-    needed = align(max(dispatch_used, combine), NUM_ALLOCATION_ALIGNMENT_BYTES)
+    needed = align(max(buffer_num_bytes(ranks, tokens, real_record), combine), NUM_ALLOCATION_ALIGNMENT_BYTES)
     workspace = workspace_num_bytes()
-    broken = tuple(row[0] for row in _limit_rows(ranks, tokens, topk, plan.num_total_experts, hidden, hint)
-                   if not row[4])
+    broken = tuple(row[0] for row in _limit_rows(ranks, tokens, topk, experts, plan.hidden, hint) if not row[4])
     return Summary(num_bytes=hint + workspace, num_bytes_needed=needed + workspace,
                    binding="dispatch receive buffer" if dispatch >= combine else "combine reduce buffer",
                    broken=broken)
