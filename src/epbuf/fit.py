@@ -46,6 +46,8 @@ class FitResult(Record):
         limit_value: the largest value the upstream limits alone allow.
         next_num_bytes: the allocation one step past ``value`` (when it exists).
         constant_failures: limits broken at every value (they do not depend on ``variable``).
+        independent: the allocation is the same at the smallest and the largest value
+            searched (DeepEP V1 normal mode does not depend on the token count).
     """
 
     backend: str
@@ -59,6 +61,7 @@ class FitResult(Record):
     limit_value: int | None = None
     next_num_bytes: int | None = None
     constant_failures: tuple = ()
+    independent: bool = False
 
 
 def _evaluate(plan: Plan, backend: str, changes: dict) -> Report | EpbufError:
@@ -115,7 +118,12 @@ def fit_tokens(plan: Plan, backend: str, budget: int, max_tokens: int = INT32_MA
     budget_value = _largest(1, max_tokens, within_budget)
     value = None if limit_value is None or budget_value is None else min(limit_value, budget_value)
     nxt = value + 1 if value is not None and value < max_tokens else None
-    return _result(backend, variable, budget, at, value, nxt, limit_value, budget_value, max_tokens, constant)
+    result = _result(backend, variable, budget, at, value, nxt, limit_value, budget_value, max_tokens, constant)
+    last = at(max_tokens)
+    if value == max_tokens and isinstance(last, Report) and last.num_bytes == first.num_bytes:
+        result = result.replace(independent=True, reason=f"any: the allocation ({first.num_bytes:,} B) does not "
+                                                         f"depend on {variable}")
+    return result
 
 
 def fit_ranks(plan: Plan, backend: str, budget: int, max_ranks: int = MAX_RANKS_SEARCHED) -> FitResult:

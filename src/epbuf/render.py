@@ -192,7 +192,7 @@ def render_fit(results: dict, budget: int, variable: str) -> str:
         if isinstance(r, Exception):
             rows.append([name, "n/a", "", "", f"rejected: {r}"])
             continue
-        value = format_int(r.value) if r.value is not None else "none"
+        value = "any" if r.independent else format_int(r.value) if r.value is not None else "none"
         alloc = format_bytes(r.report.num_bytes) if r.report is not None else ""
         share = f"{r.report.num_bytes / budget * 100:.1f} %" if r.report is not None else ""
         rows.append([name, value, alloc, share, r.reason])
