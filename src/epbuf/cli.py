@@ -463,6 +463,32 @@ def _run_devices(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- versions -----------------------------------------------------------------------------
+def _add_versions(sub) -> None:
+    p = sub.add_parser("versions", help="the upstream formula generations each backend supports (--deepep-version)",
+                       description="Upstream commits whose arithmetic epbuf reproduces, per backend.")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run=_run_versions)
+
+
+def _run_versions(args: argparse.Namespace) -> int:
+    from .plan import backend_names, backend_versions
+
+    data = {}
+    for name in backend_names():
+        default, versions = backend_versions(name)
+        data[name] = {"default": default, "versions": versions}
+    if args.json:
+        _print_json({"schema": "epbuf.versions/1", "backends": data})
+        return 0
+    for name, entry in data.items():
+        sys.stdout.write(f"{name}\n")
+        for vid, text in entry["versions"].items():
+            mark = " (default)" if vid == entry["default"] else ""
+            sys.stdout.write(f"  {vid or '-'}{mark}: {text.removeprefix(vid + ': ')}\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
@@ -480,6 +506,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweep(sub)
     _add_models(sub)
     _add_devices(sub)
+    _add_versions(sub)
     return parser
 
 

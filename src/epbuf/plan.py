@@ -148,6 +148,20 @@ def report(plan: Plan, backend: str = "ascend") -> Report:
     return rep
 
 
+def backend_versions(backend: str) -> tuple[str | None, dict[str, str]]:
+    """``(default id, {id: description})`` of the upstream formula generations a backend
+    supports through ``Plan.deepep_version``; backends with one generation give
+    ``(None, {"": description})``."""
+    get_backend(backend)
+    import importlib
+
+    module = importlib.import_module(BACKENDS[backend][0])
+    versions = getattr(module, "VERSIONS", None)
+    if versions:
+        return getattr(module, "DEFAULT_VERSION", None), dict(versions)
+    return None, {"": getattr(module, "UPSTREAM", "")}
+
+
 def summarizer(backend: str):
     """The fastest ``plan -> Summary`` function of ``backend``: the backend module's
     ``summarize`` (or ``summarize_<mode>`` for ``report_<mode>``) when it has one, else
