@@ -103,3 +103,44 @@ def test_console_script_end_to_end():
 def test_no_command_prints_help(capsys):
     code, out, _ = run_main(capsys)
     assert code == 2 and "hint" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--backend", "deepep-v2", "--ranks", "2048", "--experts", "2048"], "--ranks (num_ranks) = 2048: allowed 1..1024"),
+        (["--backend", "deepep-v2", "--hidden", "7001"], "must be a multiple of 32"),
+        (["--backend", "deepep-v2", "--experts", "4096"], "--experts (num_experts) = 4096: allowed 1..2048"),
+        (["--backend", "deepep-v2", "--deepep-version", "bogus"], "--deepep-version (deepep_version) = 'bogus'"),
+        (["--backend", "deepep-v1", "--ranks", "3", "--experts", "3"], "--ranks (num_ranks) = 3"),
+        (["--backend", "deepep-v1", "--num-sms", "21"], "--num-sms (num_sms) = 21: must be even"),
+        (["--backend", "deepep-ll", "--topk", "12"], "--topk (num_topk) = 12: allowed 0..11"),
+        (["--backend", "deepep-ll", "--experts", "100"], "must be divisible by num_ranks = 8"),
+        (["--backend", "deepep-ll", "--deepep-version", "ll9"], "--deepep-version (deepep_version) = 'll9'"),
+        (["--model", "no-such-model"], "--model (model) = 'no-such-model': unknown"),
+        (["--device", "no-such-gpu"], "--device (device) = 'no-such-gpu': unknown"),
+        (["--hbm", "lots"], "--hbm (hbm) = 'lots'"),
+    ],
+)
+def test_backend_limit_errors_through_the_cli(capsys, argv, needle):
+    code, out, err = run_main(capsys, "hint", *argv)
+    assert code == 2 and out == "" and needle in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "limit"),
+    [
+        (["--backend", "deepep-ll", "--tokens", "4096"], "the 32 GiB ceiling"),
+        (["--backend", "deepep-ll", "--hidden", "7000"], "SWITCH_HIDDEN"),
+        (["--backend", "ascend", "--hidden", "7000"], "hidden % 128"),
+        (["--backend", "ascend", "--ranks", "128", "--tokens", "131072"], "24-bit reduction value"),
+    ],
+)
+def test_kernel_limits_are_reported_and_strict_fails(capsys, argv, limit):
+    code, out, _ = run_main(capsys, "hint", *argv)
+    assert code == 0 and "BROKEN" in out and limit in out
+    code, _, _ = run_main(capsys, "hint", "--strict", *argv)
+    assert code == 1
+    code, _, _ = run_main(capsys, "hint", "--strict")
+    assert code == 0

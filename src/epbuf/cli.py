@@ -179,6 +179,8 @@ def _add_hint(sub) -> None:
     _add_plan_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.report/1)")
     p.add_argument("--verbose", action="store_true", help="list every upstream limit, not only broken ones")
+    p.add_argument("--strict", action="store_true",
+                   help="exit with status 1 when the plan breaks an upstream limit (an error finding)")
     p.set_defaults(run=_run_hint)
 
 
@@ -188,16 +190,17 @@ def _run_hint(args: argparse.Namespace) -> int:
 
     rep = report(_plan_from_args(args), args.backend)
     device = _device_from_args(args)
+    status = 1 if args.strict and any(f.severity == "error" for f in rep.findings) else 0
     if args.json:
         data = report_to_dict(rep)
         if device is not None:
             data["device"] = {"name": device[0], "num_bytes": device[1], "share": rep.num_bytes / device[1]}
         _print_json(data)
-        return 0
+        return status
     from .render import render_report
 
     sys.stdout.write(render_report(rep, device=device, verbose=args.verbose))
-    return 0
+    return status
 
 
 # --- layout ---------------------------------------------------------------------------

@@ -105,7 +105,8 @@ def render_report(report: Report, device: tuple[str, int] | None = None, verbose
     shown = report.limits if verbose else failed
     if shown:
         out.append("Limits" + ("" if verbose else " broken"))
-        rows = [[lim.name, format_int(lim.value), lim.relation, format_int(lim.bound), "ok" if lim.ok else "BROKEN",
+        rows = [[lim.name, format_int(lim.value), lim.relation,
+                 "the set" if lim.relation == "in" else format_int(lim.bound), "ok" if lim.ok else "BROKEN",
                  lim.source] for lim in shown]
         out.append(table(["limit", "value", "", "bound", "", "source"], rows, right={1, 3}))
     else:
