@@ -22,8 +22,35 @@ DEFAULT_TOKENS = 4096
 PROG = "epbuf"
 
 
+def _terminal_columns() -> int:
+    """What ``shutil.get_terminal_size`` gives, without importing shutil (and with it bz2,
+    lzma, zlib): argparse's formatter asks on every ``add_argument``, which costs the cold
+    start ~10 %."""
+    import os
+
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         width if width is not None else max(40, _terminal_columns() - 2))
+
+
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line and exit status 2 (no usage dump)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message}\n")
@@ -492,7 +519,36 @@ def _run_versions(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Absorb:
+    """Stands in for the parser of a subcommand that is not being run: it accepts and
+    ignores option definitions, so ``epbuf hint`` does not pay for building the options of
+    every other command (argparse validates each option as it is added)."""
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: self
+
+
+class _Subcommands:
+    """``add_subparsers()`` result that builds options only for the selected command."""
+
+    def __init__(self, sub, selected: str | None) -> None:
+        self.sub = sub
+        self.selected = selected
+
+    def add_parser(self, name: str, **kwargs):
+        parser = self.sub.add_parser(name, **kwargs)
+        if self.selected is None or name == self.selected:
+            return parser
+        return _Absorb()
+
+
+COMMANDS = ("hint", "layout", "compare", "fit", "sweep", "models", "devices", "versions")
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The full parser, or — when ``argv`` starts with a command — one whose other
+    commands are listed but not populated."""
+    selected = argv[0] if argv and argv[0] in COMMANDS else None
     parser = _Parser(
         prog=PROG,
         description="Plan, inspect and explain the communication buffers of expert-parallel MoE "
@@ -501,7 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"epbuf {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = _Subcommands(parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser), selected)
     _add_hint(sub)
     _add_layout(sub)
     _add_compare(sub)
@@ -515,7 +571,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``epbuf`` console script; returns the exit status."""
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):
         parser.print_help()
