@@ -108,7 +108,9 @@ def _add_plan_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
                        help="FP8 dispatch with scale factors (default)")
     dtype.add_argument("--bf16", dest="fp8", action="store_false", help="BF16 dispatch")
     g.add_argument("--gpus-per-node", dest="gpus_per_node", type=_int_arg(">= 1"),
-                   help="scale-up domain size (default min(ranks, 8))")
+                   help="scale-up domain size: GPUs/NPUs per node or NVLink domain (default min(ranks, 8))")
+    g.add_argument("--nodes", type=_int_arg(">= 1"),
+                   help="nodes (scale-out size); ranks = nodes x gpus-per-node (default gpus-per-node 8)")
     g.add_argument("--redundant-experts", dest="redundant_experts", type=_int_arg(">= 0", lo=0), default=0,
                    help="EPLB redundant experts added to --experts (default 0)")
     g.add_argument("--sf-packs", dest="sf_packs", type=_int_arg(">= 0", lo=0),
@@ -169,19 +171,35 @@ def _shape_from_args(args: argparse.Namespace) -> dict:
     }
 
 
+def _topology_from_args(args: argparse.Namespace) -> tuple[int, int | None]:
+    """``(num_ranks, num_ranks_per_node)`` from --ranks, --nodes and --gpus-per-node."""
+    ranks, per_node, nodes = args.ranks, args.gpus_per_node, getattr(args, "nodes", None)
+    if nodes is None:
+        return (ranks if ranks is not None else DEFAULT_RANKS), per_node
+    per_node = per_node if per_node is not None else 8
+    if ranks is not None and ranks != nodes * per_node:
+        from .errors import InvalidArgumentError, Problem
+
+        raise InvalidArgumentError([Problem("num_nodes", nodes, f"--nodes {nodes} x --gpus-per-node {per_node} = "
+                                                                f"{nodes * per_node} ranks, but --ranks is {ranks}; "
+                                                                "give two of the three, or consistent values")])
+    return nodes * per_node, per_node
+
+
 def _plan_from_args(args: argparse.Namespace):
     from .plan import Plan
 
     shape = _shape_from_args(args)
+    num_ranks, num_ranks_per_node = _topology_from_args(args)
     return Plan(
         hidden=shape["hidden"],
         num_topk=shape["num_topk"],
         num_experts=shape["num_experts"],
         model=shape["model"],
-        num_ranks=args.ranks if args.ranks is not None else DEFAULT_RANKS,
+        num_ranks=num_ranks,
         num_max_tokens_per_rank=args.tokens if args.tokens is not None else DEFAULT_TOKENS,
         use_fp8_dispatch=args.fp8,
-        num_ranks_per_node=args.gpus_per_node,
+        num_ranks_per_node=num_ranks_per_node,
         num_redundant_experts=args.redundant_experts,
         num_sf_packs=args.sf_packs,
         deepep_version=args.deepep_version,
@@ -326,7 +344,7 @@ def _run_fit(args: argparse.Namespace) -> int:
     from .fit import fit_ranks, fit_tokens
 
     plan = _plan_from_args(args)
-    by_ranks = args.tokens is not None and args.ranks is None
+    by_ranks = args.tokens is not None and args.ranks is None and args.nodes is None
     results = {}
     for name in _chosen_backends(args.backends):
         try:
