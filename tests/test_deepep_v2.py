@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 from epbuf import InvalidArgumentError, Plan
 from epbuf.backends import deepep_v2 as v2
 from epbuf.plan import report as plan_report
-from epbuf.report import report_from_dict, report_to_dict
+from epbuf.plan import summarizer
+from epbuf.report import Summary, report_from_dict, report_to_dict, summary_of
+from epbuf.sweep import sweep
 from epbuf.units import MiB
 
 TWO_MIB = 2 * MiB
@@ -528,3 +530,140 @@ def test_report_invariants(version, nodes, nvl, tokens, hidden, topk, fp8, hybri
     assert not [f for f in r.findings if f.severity == "error"]
     data = json.loads(json.dumps(report_to_dict(r)))
     assert report_from_dict(data) == r
+
+
+# --- summaries (the sweep's fast path) ------------------------------------------------------
+def summary_or_error(fn, p):
+    """``fn(p)``, or the exception's type, text and problem arguments."""
+    try:
+        return fn(p)
+    except InvalidArgumentError as error:
+        return type(error), str(error), [problem.argument for problem in error.problems]
+
+
+def test_summarize_is_the_sweep_path():
+    assert summarizer("deepep-v2") is v2.summarize
+
+
+def test_summary_examples():
+    """Notes §C.1 (a): combine binds, device = hint + align(sizeof(EPSignals), 2 MiB); one token:
+    the 2 MiB hint is smaller than the workspace, so the workspace's largest region binds."""
+    assert v2.summarize(plan()) == Summary(num_bytes=488_636_416, num_bytes_needed=488_636_416, binding="combine",
+                                           broken=())
+    assert v2.summarize(plan(fp8=False)).binding == "dispatch"  # notes §C.1 (b): 473,956,352 > 471,859,200
+    tiny = plan(tokens=1)
+    assert v2.summarize(tiny) == Summary(num_bytes=TWO_MIB + WS_REFACTOR, num_bytes_needed=TWO_MIB + WS_REFACTOR,
+                                         binding="scaleout_channel_signaled_tail", broken=())
+    assert v2.summarize(plan(tokens=1, deepep_version="2026-07")).binding == "scale-out channel signaled tails"
+    for p in (plan(), plan(fp8=False), tiny, plan(ranks=32), plan(ranks=32, allow_multiple_reduction=False)):
+        assert v2.summarize(p) == summary_of(v2.report(p))
+
+
+@pytest.mark.parametrize(("kwargs", "limits"), [
+    (dict(topk=40), ["num_topk"]),
+    (dict(hidden=2880), ["hidden % 256 (combine kernels)"]),
+    (dict(ranks=512, experts=512), ["num_scaleout_ranks (hybrid kernels)"]),
+    (dict(ranks=256, num_ranks_per_node=128), ["num_scaleup_ranks (hybrid kernels)", NOTIFY]),
+    (dict(ranks=16, experts=2048), [NOTIFY]),
+    (dict(ranks=1024, experts=1024, tokens=2**21, allow_hybrid_mode=False),
+     ["ranks x tokens (int source global index)"]),
+    # Several at once, in report order: top-k and hidden before ranks x tokens, the hybrid ones after.
+    (dict(ranks=1024, experts=1024, tokens=2**21, topk=40, hidden=2880, num_ranks_per_node=8),
+     ["num_topk", "hidden % 256 (combine kernels)", "ranks x tokens (int source global index)",
+      "num_scaleout_ranks (hybrid kernels)"]),
+])
+def test_summary_broken_limits(kwargs, limits):
+    p = plan(**kwargs)
+    assert list(v2.summarize(p).broken) == limits
+    assert v2.summarize(p) == summary_of(v2.report(p))
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(ranks=2048, experts=2048), dict(experts=4096), dict(experts=100), dict(hidden=7000), dict(hidden=2064),
+    dict(ranks=4, experts=2048, deepep_version="2026-07"), dict(ranks=32, tokens=2**31 - 1000),
+    dict(tokens=2**27, topk=32, allow_multiple_reduction=False), dict(hidden=2**30, fp8=False),
+    dict(experts=100, hidden=7000, deepep_version="v9"), dict(ranks=12, experts=384), dict(deepep_version=7),
+    dict(ranks=32, tokens=2**31 - 1000, experts=100, deepep_version="v9"),
+])
+def test_summary_errors_are_the_report_errors(kwargs):
+    p = plan(**kwargs)
+    for _ in range(2):  # the second time through the cached shape
+        expected = summary_or_error(v2.report, p)
+        assert isinstance(expected, tuple)
+        assert summary_or_error(v2.summarize, p) == expected
+
+
+def test_summary_cached_shape_then_overflowing_tokens():
+    """The token checks run on every call: a shape cached by a valid plan still rejects a token
+    count whose scale-out buffer overflows int, with report()'s message."""
+    ok = plan(ranks=32)
+    assert v2.summarize(ok) == summary_of(v2.report(ok))
+    bad = ok.replace(num_max_tokens_per_rank=2**31 - 1000)
+    assert summary_or_error(v2.summarize, bad) == summary_or_error(v2.report, bad)
+    assert "must fit int32" in summary_or_error(v2.summarize, bad)[1]
+
+
+def test_sweep_rows_are_report_summaries():
+    base = plan(tokens=1, experts=384, num_ranks_per_node=None)
+    result = sweep(base, {"num_ranks": [1, 8, 12, 16, 32, 64], "num_max_tokens_per_rank": [1, 100, 4096, 2**25]},
+                   ["deepep-v2"])
+    assert len(result.rows) == 24
+    col = result.columns.index
+    for row in result.rows:
+        p = base.replace(num_ranks=row[col("num_ranks")], num_max_tokens_per_rank=row[col("num_max_tokens_per_rank")])
+        expected = summary_or_error(lambda q: summary_of(v2.report(q)), p)
+        if isinstance(expected, Summary):
+            got = Summary(num_bytes=row[col("num_bytes")], num_bytes_needed=row[col("num_bytes_needed")],
+                          binding=row[col("binding")], broken=tuple(filter(None, row[col("broken_limits")].split(";"))))
+            assert got == expected and row[col("error")] == ""
+        else:
+            assert row[col("error")] == expected[1]
+    assert any(row[col("error")] for row in result.rows)  # 12 ranks: 8 per node does not divide them
+
+
+@st.composite
+def any_plan(draw):
+    """Plans valid and not: every version (and an unknown one), direct and hybrid domains, NVLink
+    or not, single or multiple reduction, FP8 or BF16, top-k 0..32 (and beyond), token counts from
+    one to int32 overflow, ranks and experts that fit the limits or break them. One plan in three
+    draws each value from the wide range, the others mostly from values upstream accepts."""
+    wide = draw(st.integers(0, 2)) == 0
+
+    def pick(usual, unusual):
+        return draw(st.one_of(usual, unusual) if wide else usual)
+
+    version = pick(st.sampled_from([None, "2026-04", "2026-07", "refactor", "b306af0", "dd758ca", "latest"]),
+                   st.just("v9"))
+    nvl = draw(st.sampled_from([None, 1, 2, 4, 8, 16]))
+    if nvl is None:
+        ranks = pick(st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128]), st.integers(1, 2048))
+    else:
+        ranks = nvl * pick(st.sampled_from([1, 2, 4, 8]), st.integers(1, 128))
+    return Plan(
+        hidden=pick(st.integers(1, 64).map(lambda n: n * 256),
+                    st.one_of(st.integers(1, 300).map(lambda n: n * 32),
+                              st.sampled_from([2880, 7000, 2064, 3, 2**30]))),
+        num_topk=pick(st.integers(0, 32), st.integers(33, 64)),
+        num_experts=pick(st.integers(1, 4).map(lambda k: k * ranks),
+                         st.one_of(st.sampled_from([256, 384, 512, 2048, 4096]), st.integers(1, 3000))),
+        num_redundant_experts=pick(st.just(0), st.sampled_from([32, 4])),
+        num_ranks=ranks,
+        num_ranks_per_node=nvl,
+        num_max_tokens_per_rank=pick(st.integers(1, 1 << 14),
+                                     st.one_of(st.integers(1, 2**31 - 1),
+                                               st.sampled_from([2**21, 2**27, 2**31 - 1000, 2**31 - 1]))),
+        use_fp8_dispatch=draw(st.booleans()),
+        scaleup_is_nvlink=draw(st.booleans()),
+        allow_hybrid_mode=draw(st.booleans()),
+        allow_multiple_reduction=draw(st.booleans()),
+        deepep_version=version,
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(p=any_plan())
+def test_summarize_equals_summary_of_report(p):
+    """The fast path gives exactly the full report's summary, or raises exactly its error."""
+    assert summary_or_error(v2.summarize, p) == summary_or_error(lambda q: summary_of(v2.report(q)), p)
+    assert summary_or_error(v2.summarize, p) == summary_or_error(v2.summarize, p)  # again, from the cache
+

@@ -54,9 +54,12 @@ The experts count is not an input of the hint; it only enters the limits.
 
 from __future__ import annotations
 
+from functools import lru_cache
+from operator import attrgetter
+
 from .._record import Record
 from ..errors import Checker, InvalidArgumentError, Problem
-from ..report import Buffer, Field, Finding, LimitCheck, Quantity, RecordLayout, Region, Report
+from ..report import Buffer, Field, Finding, LimitCheck, Quantity, RecordLayout, Region, Report, Summary
 from ..units import INT32_MAX, INT64_MAX, MiB, align, ceil_div, format_int
 from ._cstruct import struct_offsets
 
@@ -91,6 +94,7 @@ __all__ = [
     "num_workspace_bytes",
     "check_record",
     "report",
+    "summarize",
 ]
 
 # --- constants shared by every generation ------------------------------------------------
@@ -627,8 +631,13 @@ def plan_domain(plan) -> Domain:
     ``plan.scaleup_is_nvlink`` (default ``min(num_ranks, 8)``), else one rank (GPUs that
     cannot load/store each other's memory form LSA teams of one).
     """
-    num_nvl_ranks = plan.ranks_per_node if plan.scaleup_is_nvlink else 1
-    return logical_domain(plan.num_ranks, num_nvl_ranks, plan.allow_hybrid_mode)
+    return _domain(plan.num_ranks, plan.ranks_per_node, plan.scaleup_is_nvlink, plan.allow_hybrid_mode)
+
+
+def _domain(num_ranks: int, ranks_per_node: int, scaleup_is_nvlink: bool, allow_hybrid_mode: bool) -> Domain:
+    """:func:`plan_domain` from the plan's values (``ranks_per_node`` after its default)."""
+    num_nvl_ranks = ranks_per_node if scaleup_is_nvlink else 1
+    return logical_domain(num_ranks, num_nvl_ranks, allow_hybrid_mode)
 
 
 # --- the size functions ------------------------------------------------------------------
@@ -711,6 +720,56 @@ def get_combine_token_layout(hidden: int, elem_size: int, num_topk: int, *,
     return _token_layout(hidden, elem_size, 0, num_topk, False, deepep_version, "combine")
 
 
+# Each buffer of a phase as ``(name, rows, token multiplier, token offset)``: ``rows`` x
+# ``(multiplier x T + offset)`` records of the phase's record, T = num_max_tokens_per_rank. The
+# one definition of every region: :func:`dispatch_buffer_layouts` / :func:`combine_buffer_layouts`
+# build their ``BufferLayout`` from it, and :func:`summarize` reads the same sizes through them.
+def _dispatch_regions(num_scaleout_ranks: int, num_scaleup_ranks: int,
+                      is_scaleup_nvlink: bool) -> tuple[tuple[str, int, int, int], ...]:
+    """The buffers of ``get_dispatch_buffer_size`` in kernel order (``buffer.hpp:586-614 @dd758ca``,
+    ``ep.hpp:183-211 @def8651``); see :func:`dispatch_buffer_layouts`."""
+    so, su = num_scaleout_ranks, num_scaleup_ranks
+    if so == 1:
+        return (
+            ("recv_buffer", so * su, 1, 0),
+            ("send_buffer", 0 if is_scaleup_nvlink else 1, 1, 0),
+        )
+    return (
+        ("scaleup_recv_buffer", su, so, 0),
+        ("scaleout_send_buffer", 1, 1, 0),
+        ("scaleout_recv_buffer", so, 1, NUM_MAX_CHANNELS),  # T + kNumMaxChannels
+    )
+
+
+def _combine_regions(num_topk: int, num_scaleout_ranks: int, num_scaleup_ranks: int, is_scaleup_nvlink: bool,
+                     allow_multiple_reduction: bool) -> tuple[tuple[str, int, int, int], ...]:
+    """The buffers of ``get_combine_buffer_size`` in kernel order (``buffer.hpp:616-650 @dd758ca``,
+    ``ep.hpp:213-247 @def8651``); see :func:`combine_buffer_layouts`."""
+    so, su, amr = num_scaleout_ranks, num_scaleup_ranks, allow_multiple_reduction
+    if so == 1:
+        num_ranks = so * su
+        return (
+            ("recv_buffer", min(num_ranks, num_topk) if amr else num_topk, 1, 0),
+            ("send_buffer", 0 if is_scaleup_nvlink else num_ranks, 1 if amr else num_topk, 0),
+        )
+    return (
+        ("scaleup_recv_buffer", min(su, num_topk) if amr else num_topk, so, 0),
+        ("scaleout_recv_buffer", min(so, num_topk) if amr else num_topk, 1, 0),
+        # so x (T + kNumMaxChannels) tokens
+        ("scaleout_send_buffer", 1 if amr else num_topk, so, so * NUM_MAX_CHANNELS),
+    )
+
+
+def _buffer_layouts(token_layout: TokenLayout, regions: tuple[tuple[str, int, int, int], ...],
+                    num_max_tokens_per_rank: int) -> dict[str, BufferLayout]:
+    """One ``BufferLayout`` per region row, by upstream's variable name, in kernel order."""
+    return {
+        name: BufferLayout(token_layout=token_layout, num_ranks=rows,
+                           num_max_tokens_per_rank=multiplier * num_max_tokens_per_rank + offset)
+        for name, rows, multiplier, offset in regions
+    }
+
+
 def dispatch_buffer_layouts(num_max_tokens_per_rank: int, hidden: int, num_sf_packs: int, num_topk: int,
                             elem_size: int, num_scaleout_ranks: int, num_scaleup_ranks: int,
                             is_scaleup_nvlink: bool, *, deepep_version: str | None = None) -> dict[str, BufferLayout]:
@@ -725,21 +784,8 @@ def dispatch_buffer_layouts(num_max_tokens_per_rank: int, hidden: int, num_sf_pa
     exceeds ``T + kNumMaxChannels``.
     """
     token_layout = get_dispatch_token_layout(hidden, elem_size, num_sf_packs, num_topk, deepep_version=deepep_version)
-    tokens = num_max_tokens_per_rank
-    if num_scaleout_ranks == 1:
-        return {
-            "recv_buffer": BufferLayout(token_layout=token_layout, num_ranks=num_scaleout_ranks * num_scaleup_ranks,
-                                        num_max_tokens_per_rank=tokens),
-            "send_buffer": BufferLayout(token_layout=token_layout, num_ranks=0 if is_scaleup_nvlink else 1,
-                                        num_max_tokens_per_rank=tokens),
-        }
-    return {
-        "scaleup_recv_buffer": BufferLayout(token_layout=token_layout, num_ranks=num_scaleup_ranks,
-                                            num_max_tokens_per_rank=num_scaleout_ranks * tokens),
-        "scaleout_send_buffer": BufferLayout(token_layout=token_layout, num_ranks=1, num_max_tokens_per_rank=tokens),
-        "scaleout_recv_buffer": BufferLayout(token_layout=token_layout, num_ranks=num_scaleout_ranks,
-                                             num_max_tokens_per_rank=tokens + NUM_MAX_CHANNELS),
-    }
+    return _buffer_layouts(token_layout, _dispatch_regions(num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink),
+                           num_max_tokens_per_rank)
 
 
 def combine_buffer_layouts(num_max_tokens_per_rank: int, hidden: int, num_topk: int, num_scaleout_ranks: int,
@@ -756,26 +802,9 @@ def combine_buffer_layouts(num_max_tokens_per_rank: int, hidden: int, num_topk: 
     ``so * (T + kNumMaxChannels)``.
     """
     token_layout = get_combine_token_layout(hidden, 2, num_topk, deepep_version=deepep_version)
-    tokens = num_max_tokens_per_rank
-    amr = allow_multiple_reduction
-    if num_scaleout_ranks == 1:
-        num_ranks = num_scaleout_ranks * num_scaleup_ranks
-        return {
-            "recv_buffer": BufferLayout(token_layout=token_layout, num_ranks=min(num_ranks, num_topk) if amr else num_topk,
-                                        num_max_tokens_per_rank=tokens),
-            "send_buffer": BufferLayout(token_layout=token_layout, num_ranks=0 if is_scaleup_nvlink else num_ranks,
-                                        num_max_tokens_per_rank=tokens * (1 if amr else num_topk)),
-        }
-    return {
-        "scaleup_recv_buffer": BufferLayout(token_layout=token_layout,
-                                            num_ranks=min(num_scaleup_ranks, num_topk) if amr else num_topk,
-                                            num_max_tokens_per_rank=num_scaleout_ranks * tokens),
-        "scaleout_recv_buffer": BufferLayout(token_layout=token_layout,
-                                             num_ranks=min(num_scaleout_ranks, num_topk) if amr else num_topk,
-                                             num_max_tokens_per_rank=tokens),
-        "scaleout_send_buffer": BufferLayout(token_layout=token_layout, num_ranks=1 if amr else num_topk,
-                                             num_max_tokens_per_rank=num_scaleout_ranks * (tokens + NUM_MAX_CHANNELS)),
-    }
+    regions = _combine_regions(num_topk, num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink,
+                               allow_multiple_reduction)
+    return _buffer_layouts(token_layout, regions, num_max_tokens_per_rank)
 
 
 def get_dispatch_buffer_size(num_max_tokens_per_rank: int, hidden: int, num_sf_packs: int, num_topk: int,
@@ -806,13 +835,17 @@ def get_combine_buffer_size(num_max_tokens_per_rank: int, hidden: int, num_topk:
     return sum(layout.num_bytes for layout in layouts.values())
 
 
-def _check_hint_arguments(c: Checker, num_max_tokens_per_rank: int, hidden: int, num_topk: int,
+def _check_hint_arguments(c: Checker, num_max_tokens_per_rank: int | None, hidden: int, num_topk: int,
                           use_fp8_dispatch: bool, num_scaleout_ranks: int | None,
                           num_rdma_alignment_bytes: int = NUM_RDMA_ALIGNMENT_BYTES) -> None:
     """What ``calculate_buffer_size`` and the records it builds assert, plus the int32
-    arithmetic that must not overflow for the hint to mean anything."""
-    tokens_ok = c.int_range("num_max_tokens_per_rank", num_max_tokens_per_rank, 1, INT32_MAX,
-                            "EP_HOST_ASSERT(num_max_tokens_per_rank > 0), an int")
+    arithmetic that must not overflow for the hint to mean anything.
+
+    ``num_max_tokens_per_rank=None`` runs only the checks that do not depend on the token
+    count (what :func:`_shape` caches); :func:`_check_tokens` and :func:`_check_token_overflow`
+    are the others, in the order they come here.
+    """
+    tokens_ok = num_max_tokens_per_rank is None or _check_tokens(c, num_max_tokens_per_rank)
     hidden_ok = c.int_range("hidden", hidden, 1, INT32_MAX, "EP_HOST_ASSERT(hidden > 0), an int")
     topk_ok = c.int_range("num_topk", num_topk, 0, None, "0 means 32")
     if hidden_ok and ceil_div(hidden, HINT_SF_GRANULARITY) * SF_PACK_BYTES > hidden:
@@ -837,6 +870,19 @@ def _check_hint_arguments(c: Checker, num_max_tokens_per_rank: int, hidden: int,
                   f"the {'dispatch' if with_metadata else 'combine'} record of {record} bytes must fit int32 "
                   "(TokenLayout::get_num_bytes is int)")
             return
+    if num_max_tokens_per_rank is not None:
+        _check_token_overflow(c, num_max_tokens_per_rank, topk, num_scaleout_ranks)
+
+
+def _check_tokens(c: Checker, num_max_tokens_per_rank: int) -> bool:
+    """``EP_HOST_ASSERT(num_max_tokens_per_rank > 0)``, an int."""
+    return c.int_range("num_max_tokens_per_rank", num_max_tokens_per_rank, 1, INT32_MAX,
+                       "EP_HOST_ASSERT(num_max_tokens_per_rank > 0), an int")
+
+
+def _check_token_overflow(c: Checker, num_max_tokens_per_rank: int, topk: int, num_scaleout_ranks: int | None) -> bool:
+    """The int token counts of the combine buffers (``topk`` after its default); ``False``
+    when one overflows."""
     if num_scaleout_ranks is not None and num_scaleout_ranks > 1:
         # BufferLayout takes its token count as int: so * (T + kNumMaxChannels) in hybrid combine.
         tokens = num_scaleout_ranks * (num_max_tokens_per_rank + NUM_MAX_CHANNELS)
@@ -844,11 +890,14 @@ def _check_hint_arguments(c: Checker, num_max_tokens_per_rank: int, hidden: int,
             c.add("num_max_tokens_per_rank", num_max_tokens_per_rank,
                   f"num_scaleout_ranks x (tokens + kNumMaxChannels) = {num_scaleout_ranks} x "
                   f"({num_max_tokens_per_rank} + {NUM_MAX_CHANNELS}) = {tokens} must fit int32")
+            return False
     elif num_max_tokens_per_rank * topk > INT32_MAX:
         # Direct combine without multiple reduction: T * num_topk tokens per rank (int).
         c.add("num_max_tokens_per_rank", num_max_tokens_per_rank,
               f"tokens x num_topk = {num_max_tokens_per_rank} x {topk} must fit int32 "
               "(direct combine send buffer without multiple reduction)")
+        return False
+    return True
 
 
 class _Sizes(Record):
@@ -918,7 +967,13 @@ def calculate_buffer_size(num_ranks: int, num_nvl_ranks: int, num_max_tokens_per
     sizes = _sizes(logical_domain(num_ranks, num_nvl_ranks, allow_hybrid_mode), num_max_tokens_per_rank, hidden,
                    num_topk, use_fp8_dispatch, allow_multiple_reduction, hint_num_sf_packs(hidden, use_fp8_dispatch),
                    deepep_version)
-    return align(max(sizes.num_dispatch_bytes, sizes.num_combine_bytes), gen.num_hint_alignment_bytes)
+    return _ep_buffer_num_bytes(sizes.num_dispatch_bytes, sizes.num_combine_bytes, gen.num_hint_alignment_bytes)
+
+
+def _ep_buffer_num_bytes(num_dispatch_bytes: int, num_combine_bytes: int, alignment: int) -> int:
+    """The two phases reuse one buffer: ``align(max(dispatch, combine), alignment)`` (``buffer.hpp:684-685
+    @dd758ca``, ``ep.hpp:281-282 @def8651``; alignment 1 in ``"2026-04"``)."""
+    return align(max(num_dispatch_bytes, num_combine_bytes), alignment)
 
 
 def get_buffer_size_hint(group: int | tuple[int, int], num_max_tokens_per_rank: int, hidden: int,
@@ -1046,19 +1101,32 @@ def num_workspace_bytes(deepep_version: str | None = None) -> int:
     return align(get_workspace_num_bytes(gen.id), gen.num_workspace_alignment_bytes)
 
 
-# --- report ----------------------------------------------------------------------------------
-def _validate(plan) -> tuple[Generation, Domain]:
+@lru_cache(maxsize=None)
+def _workspace_buffer(gen_id: str) -> Buffer:
+    """The workspace allocation of one generation, as :func:`report` lists it (it does not depend on the plan)."""
+    gen = _GENERATIONS[gen_id]
+    return Buffer.combine("workspace", workspace_regions(gen.id), "sum", gen.num_workspace_alignment_bytes,
+                          source=f"{gen.sources.allocation}; {gen.sources.workspace}")
+
+
+# --- validation ------------------------------------------------------------------------------
+def _check_plan(c: Checker, deepep_version: object, num_ranks: int, ranks_per_node: int, scaleup_is_nvlink: bool,
+                allow_hybrid_mode: bool, experts: int, hidden: int, num_topk: int, use_fp8_dispatch: bool,
+                num_max_tokens_per_rank: int | None) -> tuple[Generation | None, Domain]:
     """Hard limits: what upstream's host code rejects (asserts in the hint, the records,
-    ``WorkspaceLayout`` / ``EPWorkspaceLayout``), an unknown version, int32 overflow."""
-    c = Checker()
-    problem = _version_problem(plan.deepep_version)
+    ``WorkspaceLayout`` / ``EPWorkspaceLayout``), an unknown version, int32 overflow —
+    collected in ``c``. ``num_max_tokens_per_rank=None`` skips the checks that depend on it.
+
+    Raises:
+        InvalidArgumentError: at once, for an NVLink size that does not divide the ranks.
+    """
+    problem = _version_problem(deepep_version)
     if problem is not None:
         c.problems.append(problem)
-    gen = _lookup(plan.deepep_version)
+    gen = _lookup(deepep_version)
     src = (gen or _GENERATIONS[DEFAULT_VERSION]).sources
-    ranks = plan.num_ranks
+    ranks = num_ranks
     c.int_range("num_ranks", ranks, 1, NUM_MAX_RANKS, f"kNumMaxRanks, {src.workspace_limits}")
-    experts = plan.num_total_experts
     if experts > NUM_MAX_EXPERTS:
         c.add("num_experts", experts,
               f"allowed 1..{NUM_MAX_EXPERTS} including redundant experts (kNumMaxExperts, {src.workspace_limits})")
@@ -1070,75 +1138,220 @@ def _validate(plan) -> tuple[Generation, Domain]:
         c.add("num_experts", experts,
               f"{experts} / {ranks} ranks = {experts // ranks} experts per rank; allowed <= "
               f"{gen.num_max_experts_per_rank} in {gen.id} (kNumMaxExpertsPerRank, {src.workspace_limits})")
-    domain = plan_domain(plan)
-    _check_hint_arguments(c, plan.num_max_tokens_per_rank, plan.hidden, plan.num_topk, plan.use_fp8_dispatch,
-                          domain.num_scaleout_ranks,
+    domain = _domain(ranks, ranks_per_node, scaleup_is_nvlink, allow_hybrid_mode)
+    _check_hint_arguments(c, num_max_tokens_per_rank, hidden, num_topk, use_fp8_dispatch, domain.num_scaleout_ranks,
                           gen.num_rdma_alignment_bytes if gen is not None else NUM_RDMA_ALIGNMENT_BYTES)
-    c.raise_if_any()
-    assert gen is not None
     return gen, domain
 
 
-def _limits(plan, gen: Generation, domain: Domain, topk: int, hint_bytes: int) -> list[LimitCheck]:
+# What a plan's size depends on besides the token count: the key of :func:`_shape`, whose
+# first nine values are :func:`_check_plan`'s arguments.
+_SHAPE_KEY = attrgetter("deepep_version", "num_ranks", "ranks_per_node", "scaleup_is_nvlink", "allow_hybrid_mode",
+                        "num_total_experts", "hidden", "num_topk", "use_fp8_dispatch", "allow_multiple_reduction")
+
+
+class _Shape(Record):
+    """Everything of a valid plan but its token count, computed once per distinct
+    token-independent inputs (:func:`_shape`) and read by :func:`report` and :func:`summarize`.
+
+    Attributes:
+        gen: the generation.
+        domain: the logical domain; ``hybrid``: ``domain.mode == "hybrid"``.
+        num_ranks: the plan's ranks.
+        topk: top-k after its default (0 -> 32).
+        allow_multiple_reduction: the plan's flag.
+        dispatch, real_dispatch, combine: bytes of the hint's dispatch phase (``ceil(hidden / 32)``
+            SF packs), of a real run's and of the combine phase as ``(per token, base)``:
+            ``bytes = per token x T + base`` (:func:`_affine`).
+        workspace: the workspace allocation; ``workspace_binding``: its largest region.
+        limit_rows: the limit rows that do not depend on the token count (:func:`_limit_rows`):
+            those before ``ranks x tokens`` and the hybrid ones after it.
+        broken: the names of the failed rows of each part of ``limit_rows``.
+    """
+
+    gen: Generation
+    domain: Domain
+    hybrid: bool
+    num_ranks: int
+    topk: int
+    allow_multiple_reduction: bool
+    dispatch: tuple[int, int]
+    real_dispatch: tuple[int, int]
+    combine: tuple[int, int]
+    workspace: Buffer
+    workspace_binding: str
+    limit_rows: tuple[tuple, tuple]
+    broken: tuple[tuple, tuple]
+
+
+def _affine(num_bytes) -> tuple[int, int]:
+    """``(a, b)`` with ``num_bytes(T) == a * T + b``. Every region holds ``rows x (multiplier x T +
+    offset)`` records (:func:`_dispatch_regions`, :func:`_combine_regions`), so a phase's bytes are
+    affine in T and two evaluations of the real formula (T = 0 and 1) give them."""
+    base = num_bytes(0)
+    return num_bytes(1) - base, base
+
+
+@lru_cache(maxsize=4096)
+def _shape(deepep_version: object, num_ranks: int, ranks_per_node: int, scaleup_is_nvlink: bool,
+           allow_hybrid_mode: bool, experts: int, hidden: int, num_topk: int, use_fp8_dispatch: bool,
+           allow_multiple_reduction: bool) -> _Shape | None:
+    """The :class:`_Shape` of plans with these values (:data:`_SHAPE_KEY`), or ``None`` when
+    the checks that do not depend on the token count fail."""
+    c = Checker()
+    try:
+        gen, domain = _check_plan(c, deepep_version, num_ranks, ranks_per_node, scaleup_is_nvlink, allow_hybrid_mode,
+                                  experts, hidden, num_topk, use_fp8_dispatch, None)
+    except InvalidArgumentError:
+        return None
+    if c.problems:
+        return None
+    assert gen is not None
+    fp8, amr = use_fp8_dispatch, allow_multiple_reduction
+    hint_packs = hint_num_sf_packs(hidden, fp8)
+    real_packs = actual_num_sf_packs(hidden, fp8)
+
+    def sizes(tokens: int, packs: int) -> _Sizes:
+        return _sizes(domain, tokens, hidden, num_topk, fp8, amr, packs, gen.id)
+
+    hint = sizes(1, hint_packs)
+    workspace = _workspace_buffer(gen.id)
+    limit_rows = _limit_rows_static(gen, domain, num_ranks, experts, hidden, hint.elem_size, hint.topk,
+                                    next(iter(hint.dispatch.values())).token_layout)
+    return _Shape(
+        gen=gen, domain=domain, hybrid=domain.mode == "hybrid", num_ranks=num_ranks, topk=hint.topk,
+        allow_multiple_reduction=amr,
+        dispatch=_affine(lambda tokens: sizes(tokens, hint_packs).num_dispatch_bytes),
+        real_dispatch=_affine(lambda tokens: sizes(tokens, real_packs).num_dispatch_bytes),
+        combine=_affine(lambda tokens: sizes(tokens, hint_packs).num_combine_bytes),
+        workspace=workspace, workspace_binding=workspace.binding_region().name,
+        limit_rows=limit_rows,
+        broken=tuple(tuple(row[0] for row in rows if not row[4]) for rows in limit_rows),
+    )
+
+
+class _AnswerOnly(Checker):
+    """A checker that keeps no problems: its checks only answer whether they pass (the
+    fast path of :func:`_validate`, which checks again with a real one when one fails)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        pass
+
+    def add(self, argument: str, value: object, allowed: str) -> None:
+        pass
+
+
+_ANSWER_ONLY = _AnswerOnly()
+
+
+def _validate(plan) -> _Shape:
+    """Check ``plan`` (:func:`_check_plan`) and return its :class:`_Shape`.
+
+    The checks that do not depend on the token count run once per distinct other inputs
+    (:func:`_shape`); the token checks run on every call. When any fails, every check runs
+    again on the plan so the error lists each problem in upstream's order.
+
+    Raises:
+        InvalidArgumentError: every problem of the plan.
+    """
+    key = _SHAPE_KEY(plan)
+    tokens = plan.num_max_tokens_per_rank
+    try:
+        shape = _shape(*key)
+    except TypeError:  # an unhashable value, which no Plan holds; the checks below name it
+        shape = None
+    if shape is not None and _check_tokens(_ANSWER_ONLY, tokens) and _check_token_overflow(
+            _ANSWER_ONLY, tokens, shape.topk, shape.domain.num_scaleout_ranks):
+        return shape
+    c = Checker()
+    _check_plan(c, *key[:9], tokens)
+    c.raise_if_any()
+    raise AssertionError(f"the checks of {plan!r} pass one by one but not together")
+
+
+# --- limits ------------------------------------------------------------------------------------
+# Every limit is one row ``(name, value, relation, bound, ok, source, enforced)``, in report order:
+# the token-independent rows before ``ranks x tokens`` (cached in the shape), ``ranks x tokens``,
+# the hybrid rows (cached too), then the token-dependent rest. :func:`report` turns them into
+# ``LimitCheck`` records; :func:`summarize` reads the names of the failed ones.
+def _limit_rows_static(gen: Generation, domain: Domain, num_ranks: int, experts: int, hidden: int, elem: int,
+                       topk: int, dispatch_record: TokenLayout) -> tuple[tuple, tuple]:
+    """The rows that do not depend on the token count: those before ``ranks x tokens``, and
+    the hybrid ones after it (none in direct mode). ``dispatch_record``: the hint's."""
     src = gen.sources
-    experts = plan.num_total_experts
-    ranks = plan.num_ranks
+    ranks = num_ranks
     experts_per_rank = experts // ranks
-    hidden, tokens = plan.hidden, plan.num_max_tokens_per_rank
-    elem = element_size(plan.use_fp8_dispatch)
-    record = TokenLayout(num_hidden_bytes=hidden * elem, num_sf_bytes=hint_num_sf_packs(hidden, plan.use_fp8_dispatch)
-                         * SF_PACK_BYTES, num_topk=topk, with_metadata=True,
-                         num_rdma_alignment_bytes=gen.num_rdma_alignment_bytes).num_bytes(True)
-    src_idx = ranks * tokens
-    limits = [
-        LimitCheck(name="num_ranks", value=ranks, relation="<=", bound=NUM_MAX_RANKS, ok=True,
-                   source=f"{src.workspace_limits} kNumMaxRanks", enforced="host"),
-        LimitCheck(name="num_experts", value=experts, relation="<=", bound=NUM_MAX_EXPERTS, ok=True,
-                   source=f"{src.workspace_limits} kNumMaxExperts", enforced="host"),
-        LimitCheck(name="num_experts % num_ranks", value=experts % ranks, relation="==", bound=0, ok=True,
-                   source=src.workspace_limits, enforced="host"),
-        LimitCheck(name="num_experts_per_rank", value=experts_per_rank, relation="<=",
-                   bound=gen.num_max_experts_per_rank, ok=True,
-                   source=f"{src.workspace_limits} kNumMaxExpertsPerRank", enforced="host"),
-        LimitCheck(name="dispatch hidden bytes % 32", value=hidden * elem % NUM_TMA_ALIGNMENT_BYTES, relation="==",
-                   bound=0, ok=True, source=f"{src.token_layout} EP_UNIFIED_ASSERT", enforced="host"),
-        LimitCheck(name="combine hidden bytes % 32", value=hidden * 2 % NUM_TMA_ALIGNMENT_BYTES, relation="==",
-                   bound=0, ok=True, source=f"{src.token_layout} EP_UNIFIED_ASSERT", enforced="host"),
-        LimitCheck(name="ceil(hidden / 32) x 4 (worst-case SF bytes)", value=ceil_div(hidden, 32) * SF_PACK_BYTES,
-                   relation="<=", bound=hidden, ok=True, source=src.hint_asserts, enforced="host"),
-        LimitCheck(name="record bytes (int)", value=record, relation="<=", bound=INT32_MAX, ok=True,
-                   source=f"{src.token_num_bytes} int get_num_bytes", enforced="host"),
-        LimitCheck(name="num_topk", value=topk, relation="<=", bound=NUM_MAX_TOPK, ok=topk <= NUM_MAX_TOPK,
-                   source=f"{src.kernel_topk} (kernels only; the hint accepts any)", enforced="kernel"),
-        LimitCheck(name="hidden % 256 (combine kernels)", value=hidden % COMBINE_HIDDEN_GRANULARITY, relation="==",
-                   bound=0, ok=hidden % COMBINE_HIDDEN_GRANULARITY == 0, source=src.kernel_combine_hidden,
-                   enforced="kernel"),
-        LimitCheck(name="ranks x tokens (int source global index)", value=src_idx, relation="<=", bound=INT32_MAX,
-                   ok=src_idx <= INT32_MAX, source=src.kernel_src_idx, enforced="kernel"),
-    ]
-    if domain.mode == "hybrid":
-        so, su = domain.num_scaleout_ranks, domain.num_scaleup_ranks
-        notify = su + experts_per_rank
-        limits += [
-            LimitCheck(name="num_scaleout_ranks (hybrid kernels)", value=so, relation="<=",
-                       bound=NUM_MAX_SCALEOUT_RANKS_KERNEL, ok=so <= NUM_MAX_SCALEOUT_RANKS_KERNEL,
-                       source=src.kernel_scaleout, enforced="kernel"),
-            LimitCheck(name="num_scaleup_ranks (hybrid kernels)", value=su, relation="<=",
-                       bound=NUM_MAX_SCALEUP_RANKS_KERNEL, ok=su <= NUM_MAX_SCALEUP_RANKS_KERNEL,
-                       source=src.kernel_scaleup, enforced="kernel"),
-            LimitCheck(name="num_scaleup_ranks + num_experts_per_rank (hybrid notify threads)", value=notify,
-                       relation="<=", bound=NUM_NOTIFY_WARPS * 32, ok=notify <= NUM_NOTIFY_WARPS * 32,
-                       source=src.kernel_notify, enforced="kernel"),
-            LimitCheck(name="scale-out tokens so x (T + kNumMaxChannels) (int)",
-                       value=so * (tokens + NUM_MAX_CHANNELS), relation="<=", bound=INT32_MAX, ok=True,
-                       source=src.combine_buffer_size, enforced="host"),
-        ]
-    elif not plan.allow_multiple_reduction:
-        limits.append(LimitCheck(name="tokens x num_topk (int)", value=tokens * topk, relation="<=", bound=INT32_MAX,
-                                 ok=True, source=src.combine_buffer_size, enforced="host"))
-    limits.append(LimitCheck(name="buffer bytes", value=hint_bytes, relation="<=", bound=INT64_MAX,
-                             ok=hint_bytes <= INT64_MAX, source=f"{src.calculate_buffer_size} int64_t", enforced="host"))
-    return limits
+    record = dispatch_record.num_bytes(True)
+    head = (
+        ("num_ranks", ranks, "<=", NUM_MAX_RANKS, True, f"{src.workspace_limits} kNumMaxRanks", "host"),
+        ("num_experts", experts, "<=", NUM_MAX_EXPERTS, True, f"{src.workspace_limits} kNumMaxExperts", "host"),
+        ("num_experts % num_ranks", experts % ranks, "==", 0, True, src.workspace_limits, "host"),
+        ("num_experts_per_rank", experts_per_rank, "<=", gen.num_max_experts_per_rank, True,
+         f"{src.workspace_limits} kNumMaxExpertsPerRank", "host"),
+        ("dispatch hidden bytes % 32", hidden * elem % NUM_TMA_ALIGNMENT_BYTES, "==", 0, True,
+         f"{src.token_layout} EP_UNIFIED_ASSERT", "host"),
+        ("combine hidden bytes % 32", hidden * 2 % NUM_TMA_ALIGNMENT_BYTES, "==", 0, True,
+         f"{src.token_layout} EP_UNIFIED_ASSERT", "host"),
+        ("ceil(hidden / 32) x 4 (worst-case SF bytes)", ceil_div(hidden, 32) * SF_PACK_BYTES, "<=", hidden, True,
+         src.hint_asserts, "host"),
+        ("record bytes (int)", record, "<=", INT32_MAX, True, f"{src.token_num_bytes} int get_num_bytes", "host"),
+        ("num_topk", topk, "<=", NUM_MAX_TOPK, topk <= NUM_MAX_TOPK,
+         f"{src.kernel_topk} (kernels only; the hint accepts any)", "kernel"),
+        ("hidden % 256 (combine kernels)", hidden % COMBINE_HIDDEN_GRANULARITY, "==", 0,
+         hidden % COMBINE_HIDDEN_GRANULARITY == 0, src.kernel_combine_hidden, "kernel"),
+    )
+    if domain.mode != "hybrid":
+        return head, ()
+    so, su = domain.num_scaleout_ranks, domain.num_scaleup_ranks
+    notify = su + experts_per_rank
+    return head, (
+        ("num_scaleout_ranks (hybrid kernels)", so, "<=", NUM_MAX_SCALEOUT_RANKS_KERNEL,
+         so <= NUM_MAX_SCALEOUT_RANKS_KERNEL, src.kernel_scaleout, "kernel"),
+        ("num_scaleup_ranks (hybrid kernels)", su, "<=", NUM_MAX_SCALEUP_RANKS_KERNEL,
+         su <= NUM_MAX_SCALEUP_RANKS_KERNEL, src.kernel_scaleup, "kernel"),
+        ("num_scaleup_ranks + num_experts_per_rank (hybrid notify threads)", notify, "<=", NUM_NOTIFY_WARPS * 32,
+         notify <= NUM_NOTIFY_WARPS * 32, src.kernel_notify, "kernel"),
+    )
+
+
+def _limit_rows_tokens(shape: _Shape, tokens: int, hint_bytes: int) -> tuple[tuple, tuple]:
+    """The rows that depend on the token count: ``ranks x tokens``, and those after the hybrid rows."""
+    src = shape.gen.sources
+    src_idx = shape.num_ranks * tokens
+    if shape.hybrid:
+        so = shape.domain.num_scaleout_ranks
+        tail = (("scale-out tokens so x (T + kNumMaxChannels) (int)", so * (tokens + NUM_MAX_CHANNELS), "<=",
+                 INT32_MAX, True, src.combine_buffer_size, "host"),)
+    elif not shape.allow_multiple_reduction:
+        tail = (("tokens x num_topk (int)", tokens * shape.topk, "<=", INT32_MAX, True, src.combine_buffer_size,
+                 "host"),)
+    else:
+        tail = ()
+    return (
+        ("ranks x tokens (int source global index)", src_idx, "<=", INT32_MAX, src_idx <= INT32_MAX,
+         src.kernel_src_idx, "kernel"),
+        tail + (("buffer bytes", hint_bytes, "<=", INT64_MAX, hint_bytes <= INT64_MAX,
+                 f"{src.calculate_buffer_size} int64_t", "host"),),
+    )
+
+
+def _limit_rows(shape: _Shape, tokens: int, hint_bytes: int) -> tuple:
+    """Every limit row, in report order."""
+    head, hybrid = shape.limit_rows
+    src_idx, tail = _limit_rows_tokens(shape, tokens, hint_bytes)
+    return head + (src_idx,) + hybrid + tail
+
+
+def _limits(shape: _Shape, tokens: int, hint_bytes: int) -> list[LimitCheck]:
+    return [LimitCheck(name=n, value=v, relation=r, bound=b, ok=ok, source=src, enforced=e)
+            for n, v, r, b, ok, src, e in _limit_rows(shape, tokens, hint_bytes)]
+
+
+# --- report ----------------------------------------------------------------------------------
+# The EP buffer's two regions (the phases reuse it), as report() names them.
+_DISPATCH, _COMBINE = "dispatch", "combine"
 
 
 def _formula(layouts: dict[str, BufferLayout]) -> str:
@@ -1162,7 +1375,8 @@ def report(plan) -> Report:
             not divisible by the ranks or above 256 (512 in ``"refactor"``) per rank;
             hidden bytes not a multiple of 32; int32 overflow in the hint's arithmetic.
     """
-    gen, domain = _validate(plan)
+    shape = _validate(plan)
+    gen, domain = shape.gen, shape.domain
     src = gen.sources
     fp8 = plan.use_fp8_dispatch
     hidden, tokens = plan.hidden, plan.num_max_tokens_per_rank
@@ -1183,16 +1397,15 @@ def report(plan) -> Report:
         dispatch_formula += (f" (hint: {hint_packs} SF packs per token; a real run sends {real_packs}, "
                              f"{format_int(real_dispatch_record.num_bytes())} B/record)")
     regions = [
-        Region(name="dispatch", num_bytes=hint.num_dispatch_bytes, num_bytes_used=real.num_dispatch_bytes,
+        Region(name=_DISPATCH, num_bytes=hint.num_dispatch_bytes, num_bytes_used=real.num_dispatch_bytes,
                formula=dispatch_formula, source=src.dispatch_buffer_size),
-        Region(name="combine", num_bytes=hint.num_combine_bytes, num_bytes_used=real.num_combine_bytes,
+        Region(name=_COMBINE, num_bytes=hint.num_combine_bytes, num_bytes_used=real.num_combine_bytes,
                formula=_formula(hint.combine) + (" (multiple reduction)" if amr else " (single reduction)"),
                source=src.combine_buffer_size),
     ]
     buffer = Buffer.combine("EP buffer", regions, "max", gen.num_hint_alignment_bytes,
                             source=f"{src.python_hint} -> {src.calculate_buffer_size}; {src.hint_alignment}")
-    workspace = Buffer.combine("workspace", workspace_regions(gen.id), "sum", gen.num_workspace_alignment_bytes,
-                               source=f"{src.allocation}; {src.workspace}")
+    workspace = shape.workspace
 
     dtype = "float8_e4m3fn" if fp8 else "bfloat16"
     records = [real_dispatch_record.record("dispatch", dtype), combine_record.record("combine", "bfloat16")]
@@ -1217,7 +1430,7 @@ def report(plan) -> Report:
                      f"{format_int(buffer.num_bytes)} B; dispatch/combine fail their size check ({src.buffer_checks})"),
             data={"num_bytes_needed": buffer.num_bytes_needed, "num_bytes_hint": buffer.num_bytes},
         ))
-    limits = _limits(plan, gen, domain, topk, buffer.num_bytes)
+    limits = _limits(shape, tokens, buffer.num_bytes)
     findings.extend(
         Finding(severity="error", code="deepep_v2.kernel-limit",
                 message=(f"{lim.name} = {format_int(lim.value)} breaks {lim.relation} {format_int(lim.bound)} "
@@ -1284,3 +1497,43 @@ def report(plan) -> Report:
         findings=tuple(findings),
         limits=tuple(limits),
     )
+
+
+def summarize(plan) -> Summary:
+    """:func:`report`'s totals, binding region and broken limits without byte maps or
+    findings — what sweeps call, equal to ``summary_of(report(plan))``.
+
+    Everything but the token count comes from the plan's cached :class:`_Shape` (the same
+    checks, region tables, workspace and limit rows as :func:`report`); per call only the
+    token checks, the phases' affine sizes and the token-dependent limit rows are evaluated.
+
+    Raises:
+        InvalidArgumentError: as :func:`report`.
+    """
+    shape = _validate(plan)
+    tokens = plan.num_max_tokens_per_rank
+    per_token, base = shape.dispatch
+    dispatch = per_token * tokens + base
+    per_token, base = shape.real_dispatch
+    real_dispatch = per_token * tokens + base
+    per_token, base = shape.combine
+    combine = per_token * tokens + base
+    alignment = shape.gen.num_hint_alignment_bytes
+    hint = _ep_buffer_num_bytes(dispatch, combine, alignment)
+    workspace = shape.workspace
+    # summary_of: the largest buffer (the first of equals), then its largest region (likewise).
+    if hint >= workspace.num_bytes:
+        binding = _DISPATCH if dispatch >= combine else _COMBINE
+    else:
+        binding = shape.workspace_binding
+    src_idx, tail = _limit_rows_tokens(shape, tokens, hint)
+    broken, hybrid = shape.broken
+    if not src_idx[4]:
+        broken += (src_idx[0],)
+    broken += hybrid
+    for row in tail:
+        if not row[4]:
+            broken += (row[0],)
+    needed = _ep_buffer_num_bytes(real_dispatch, combine, alignment)
+    return Summary(num_bytes=hint + workspace.num_bytes, num_bytes_needed=needed + workspace.num_bytes_needed,
+                   binding=binding, broken=broken)
