@@ -29,7 +29,9 @@ from epbuf.backends.deepep_v1 import (
     get_low_latency_rdma_size_hint,
     max_low_latency_tokens,
 )
-from epbuf.report import report_from_dict, report_to_dict
+from epbuf.plan import summarizer
+from epbuf.report import Summary, report_from_dict, report_to_dict, summary_of
+from epbuf.sweep import COLUMNS, sweep
 
 INT_MAX = 2**31 - 1
 
@@ -802,3 +804,157 @@ def test_pr434_differs_by_its_terms(hidden_bytes, ranks, sms, nvl_recv, rdma_rec
     raw = [sum(r.num_bytes for r in b.regions if r.name != "alignment padding") for b in (old, new)]
     c, n, t = sms // 2, min(ranks, 8), nvl_recv
     assert raw[1] - raw[0] == -c * n * 4 - c * n * t * 128 * 4 + c * n * t * 16
+
+
+# ======================================================================================
+# Summaries (the sweep's fast paths) equal the summaries of the full reports
+# ======================================================================================
+def summary_or_error(fn, p):
+    """``fn(p)``, or the text of the InvalidArgumentError it raises."""
+    try:
+        return fn(p)
+    except InvalidArgumentError as error:
+        return ("InvalidArgumentError", str(error))
+
+
+def fast_and_full(mode, p):
+    summarize, full = {"normal": (v1.summarize_normal, v1.report_normal),
+                       "low_latency": (v1.summarize_low_latency, v1.report_low_latency)}[mode]
+    return summary_or_error(summarize, p), summary_or_error(lambda q: summary_of(full(q)), p)
+
+
+def test_sweep_uses_the_fast_paths():
+    assert summarizer("deepep-v1") is v1.summarize_normal
+    assert summarizer("deepep-ll") is v1.summarize_low_latency
+
+
+def test_summary_examples():
+    """Hand-checked summaries, including the cases where a rare region binds."""
+    # NOTES §5.5; send = max(T x 14,352, E x T x 14,560) ties recv = E x T x 14,560: the first region wins
+    p = plan(hidden=7168, experts=288, ranks=8, tokens=128)
+    s = v1.summarize_low_latency(p)
+    assert s == Summary(num_bytes=2_146_961_792, num_bytes_needed=2_146_961_664, binding="send buffer 0", broken=())
+    assert s == summary_of(report(p, "deepep-ll"))
+    # ll3, H 8, E 1, T 1: slots 32 B; spans 32, 32, 32, 32, then signaling 4, 4: total 136 -> hint 256,
+    # so the 120-byte rounding block is the largest region.
+    tiny = plan(hidden=8, topk=1, experts=1, ranks=1, tokens=1, fp8=False, deepep_version="ll3")
+    assert v1.summarize_low_latency(tiny).binding == "hint rounding block"
+    assert fast_and_full("low_latency", tiny)[0] == fast_and_full("low_latency", tiny)[1]
+    # main, E 1: the signaling buffer aligned to 128 B ties the 128-byte block and comes first.
+    tiny = plan(hidden=8, topk=1, experts=1, ranks=1, tokens=1, fp8=False)
+    assert v1.summarize_low_latency(tiny).binding == "signaling buffer 0" == summary_of(report(tiny, "deepep-ll")).binding
+    broken = v1.summarize_low_latency(plan(ranks=2, experts=256, tokens=1, hidden=1024)).broken
+    assert broken == ("hidden (SWITCH_HIDDEN) in {2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192}",
+                      "num_ranks x num_max_dispatch_tokens_per_rank % 4 (TMA)")
+    # normal mode: intranode, the RDMA buffer is empty; the NVL hidden-data ring binds
+    assert v1.summarize_normal(plan(ranks=8)) == Summary(num_bytes=335_709_824, num_bytes_needed=335_709_824,
+                                                          binding="hidden data", broken=())
+
+
+def test_summary_errors_are_the_report_errors():
+    # the token count decides the layout's multiple-of-16 assert: 3 x 780 B is not, 4 x 780 B is
+    # (at v1.2.1, whose report has no ceiling search, which checks one token)
+    odd, even = (plan(hidden=384, experts=3, ranks=1, tokens=t, deepep_version="v1.2.1") for t in (1, 4))
+    with pytest.raises(InvalidArgumentError, match=r"send buffer \(2,340 B\) must be a multiple of 16 B"):
+        v1.summarize_low_latency(odd)
+    # LL5, H 130: send max(276, 2 x 264) = 528 B passes, receive 2 x 276 = 552 B does not
+    with pytest.raises(InvalidArgumentError, match=r"= 130: the low-latency receive buffer \(552 B\)"):
+        v1.summarize_low_latency(plan(hidden=130, topk=1, experts=2, ranks=2, tokens=1, deepep_version="v1.2.1"))
+    assert fast_and_full("low_latency", even)[0] == fast_and_full("low_latency", even)[1]
+    assert isinstance(fast_and_full("low_latency", even)[0], Summary)
+    both = ("normal", "low_latency")
+    for modes, p in ((both, plan(ranks=12, topk=40, experts=250)), (both, plan(deepep_version="v9")),
+                     (both, plan(deepep_version=["main"])), (both, plan(ranks=20, experts=260, topk=12, hidden=384)),
+                     # 8 tokens x 18 B pass the layout's assert, but the report's ceiling search
+                     # (max_low_latency_tokens) checks one token, 18 B, and raises
+                     (("low_latency",), plan(hidden=1, topk=0, experts=1, ranks=1, tokens=8)),
+                     (("normal",), plan(deepep_config=(24, 8, 512, 16, 128))),
+                     (("normal",), plan(deepep_config=[24, 8, 512, 16, 128])), (("normal",), plan(num_sms=25))):
+        for mode in modes:
+            fast, full = fast_and_full(mode, p)
+            assert fast == full and isinstance(fast, tuple), (mode, p)
+
+
+def test_sweep_rows_equal_full_reports():
+    base = plan(tokens=1, experts=384)
+    result = sweep(base, {"num_ranks": [4, 8, 12, 16, 48], "num_max_tokens_per_rank": [1, 2, 3, 127, 2048, 4097],
+                          "use_fp8_dispatch": [True, False]}, ["deepep-v1", "deepep-ll"])
+    for row in result.rows:
+        r = dict(zip(COLUMNS, row))
+        p = base.replace(num_ranks=r["num_ranks"], num_max_tokens_per_rank=r["num_max_tokens_per_rank"],
+                         use_fp8_dispatch=r["use_fp8_dispatch"])
+        try:
+            full = summary_of(report(p, r["backend"]))
+        except InvalidArgumentError as error:
+            assert r["error"] == str(error)
+            continue
+        assert (r["num_bytes"], r["num_bytes_needed"], r["binding"], r["broken_limits"], r["error"]) == (
+            full.num_bytes, full.num_bytes_needed, full.binding, ";".join(full.broken), "")
+
+
+all_versions = st.sampled_from([None] + [v.id for v in v1.list_versions()] + ["v9"])
+summary_hiddens = (st.sampled_from([2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192, 384, 1024, 2816])
+                   | st.integers(1, 1024).map(lambda n: 8 * n) | st.integers(1, 20_000))
+summary_tokens = st.integers(1, 8192) | st.sampled_from([2**31 - 1, 2**20, 262_144]) | st.integers(1, 2**31 - 1)
+summary_ranks = st.sampled_from([1, 2, 3, 4, 6, 7, 8, 12, 16, 20, 24, 32, 48, 64, 96, 128, 144, 160, 168, 256])
+
+
+@st.composite
+def summary_plans(draw, configs: bool = False) -> Plan:
+    ranks = draw(summary_ranks)
+    # mostly experts divisible by the rank count (the interesting, valid plans), sometimes not
+    experts = draw(st.integers(1, 64).map(lambda k: k * ranks) | st.integers(1, 4096) | st.just(2**31 - 1))
+    kw = dict(hidden=draw(summary_hiddens), num_topk=draw(st.integers(0, 12) | st.sampled_from([32, 33])),
+              num_experts=experts, num_ranks=ranks, num_max_tokens_per_rank=draw(summary_tokens),
+              use_fp8_dispatch=draw(st.booleans()), deepep_version=draw(all_versions),
+              num_redundant_experts=draw(st.sampled_from([0, 0, 0, ranks, 2 * ranks, 7, 2**31 - 1])),
+              num_sms=draw(st.none() | st.integers(1, 80).map(lambda n: 2 * n) | st.integers(2, 161)))
+    if configs:
+        per_node = draw(st.none() | st.sampled_from([1, 2, 4, 8, 16]))
+        if per_node is not None and ranks % per_node == 0:
+            kw["num_ranks_per_node"] = per_node
+        kind = draw(st.sampled_from(["default", "default", "config", "not a config"]))
+        if kind == "config":
+            nvl_send, rdma_send = draw(st.integers(1, 32)), draw(st.integers(1, 32))
+            kw["deepep_config"] = cfg(draw(st.integers(0, 132)), nvl_send, draw(st.integers(nvl_send + 1, 1024)),
+                                      rdma_send, draw(st.integers(2 * rdma_send, 1024)))
+        elif kind == "not a config":
+            kw["deepep_config"] = (24, 8, 512, 16, 128)
+    return Plan(**kw)
+
+
+@settings(max_examples=400, deadline=None)
+@given(p=summary_plans())
+def test_summarize_low_latency_equals_the_report(p):
+    """summarize_low_latency(plan) == summary_of(report_low_latency(plan)), and a rejected
+    plan raises the report's message."""
+    fast, full = fast_and_full("low_latency", p)
+    assert fast == full
+
+
+@settings(max_examples=300, deadline=None)
+@given(p=summary_plans(configs=True), tokens=summary_tokens)
+def test_summarize_normal_equals_the_report(p, tokens):
+    """summarize_normal(plan) == summary_of(report_normal(plan)) (rejections: the same message),
+    for any token count: the cached summary of one shape answers every token count."""
+    fast, full = fast_and_full("normal", p)
+    assert fast == full
+    other = p.replace(num_max_tokens_per_rank=tokens)
+    assert fast_and_full("normal", other) == (fast, full)
+    # the same shape but one plan field the cache key must tell apart
+    for changes in ({"num_ranks_per_node": None}, {"use_fp8_dispatch": not p.use_fp8_dispatch},
+                    {"num_redundant_experts": 0 if p.num_redundant_experts else p.num_ranks}):
+        fast, full = fast_and_full("normal", p.replace(**changes))
+        assert fast == full
+
+
+@settings(max_examples=200, deadline=None)
+@given(p=summary_plans(), t1=summary_tokens, t2=summary_tokens)
+def test_summarize_low_latency_across_token_counts(p, t1, t2):
+    """Shapes cached by the fast path answer other token counts exactly (the multiple-of-16
+    assert and the TMA / int-product limits depend on the token count)."""
+    for tokens in (t1, t2, p.num_max_tokens_per_rank):
+        q = p.replace(num_max_tokens_per_rank=tokens)
+        fast, full = fast_and_full("low_latency", q)
+        assert fast == full
+

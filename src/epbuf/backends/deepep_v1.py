@@ -38,10 +38,13 @@ module reproduces (``main`` by default; ``pr434`` is the *unmerged* PR #434).
 
 from __future__ import annotations
 
+from functools import lru_cache
+from operator import itemgetter
+
 from .._record import Record
 
 from ..errors import Checker, InvalidArgumentError
-from ..report import Buffer, Field, Finding, LimitCheck, Quantity, RecordLayout, Region, Report
+from ..report import Buffer, Field, Finding, LimitCheck, Quantity, RecordLayout, Region, Report, Summary, summary_of
 from ..units import INT32_MAX, MiB, align, format_int
 
 __all__ = [
@@ -64,6 +67,8 @@ __all__ = [
     "max_low_latency_tokens",
     "report_normal",
     "report_low_latency",
+    "summarize_normal",
+    "summarize_low_latency",
 ]
 
 REPO = "github.com/deepseek-ai/DeepEP"
@@ -722,6 +727,69 @@ def num_bytes_per_combine_msg(hidden: int, variant: int = 5) -> int:
     return _num_scales(hidden) * BF162_BYTES + hidden * BF16_BYTES
 
 
+# The layout's arithmetic, one function per upstream formula: LowLatencyLayout's properties
+# (and so the reports) and the summaries / token ceiling (integers only, no records) call these.
+_LL_NUM_BUFFER_SETS = 2  # buffers[0] / buffers[1]: odd and even calls alternate (CFG:171-181)
+_LL_SPAN_NAMES = {kind: tuple(f"{kind} {i}" for i in range(_LL_NUM_BUFFER_SETS))
+                  for kind in ("signaling buffer", "send buffer", "recv buffer")}
+_LL_ROUNDING_BLOCK = "hint rounding block"  # the hint's extra bytes, last region of the buffer
+
+
+def _ll_send_buffer_bytes(tokens: int, experts: int, dispatch_msg: int, combine_msg: int) -> int:
+    """``send_buffer_bytes = max(T * dispatch_msg, E * T * combine_msg)`` (``CFG:147-149``)."""
+    return max(tokens * dispatch_msg, experts * tokens * combine_msg)
+
+
+def _ll_recv_buffer_bytes(tokens: int, experts: int, dispatch_msg: int, combine_msg: int) -> int:
+    """``recv_buffer_bytes = max(E * T * dispatch_msg, E * T * combine_msg)`` (``CFG:155-157``)."""
+    return max(experts * tokens * dispatch_msg, experts * tokens * combine_msg)
+
+
+def _ll_signaling_buffer_bytes(experts: int, num_ranks: int, variant: int) -> int:
+    """``max(dispatch count ints, combine flag ints)`` = ``4E`` (``CFG:162-164``); LL0 adds
+    ``E / num_ranks`` atomic token counters to the dispatch side."""
+    count = experts * INT_BYTES
+    if variant == 0:
+        return max(count + (experts // num_ranks) * INT_BYTES, count)
+    return count
+
+
+def _ll_signaling_buffer_bytes_aligned(experts: int, num_ranks: int, variant: int) -> int:
+    """``align_up(signaling, 128)`` from LL4 (``CFG:165``); unaligned before."""
+    signaling = _ll_signaling_buffer_bytes(experts, num_ranks, variant)
+    return align(signaling, NUM_BUFFER_ALIGNMENT_BYTES) if variant >= 4 else signaling
+
+
+def _is_int4_multiple(num_bytes: int) -> bool:
+    """``EP_HOST_ASSERT(bytes % sizeof(int4) == 0)`` on the send / receive buffers (``CFG:150, 158``)."""
+    return num_bytes % INT4_BYTES == 0
+
+
+def _ll_kind_sizes(variant: int, send: int, recv: int, signaling_aligned: int) -> tuple[tuple[str, int], ...]:
+    """The three kinds of buffer in address order (``CFG:171-181``): from LL4 (#313) the
+    signaling buffers come first, before they came after send and receive."""
+    if variant >= 4:
+        return (("signaling buffer", signaling_aligned), ("send buffer", send), ("recv buffer", recv))
+    return (("send buffer", send), ("recv buffer", recv), ("signaling buffer", signaling_aligned))
+
+
+def _ll_span_rows(kind_sizes: tuple[tuple[str, int], ...]) -> list[tuple[str, int, int]]:
+    """``(name, offset, num_bytes)`` of the six buffers: each kind once per buffer set, back to back."""
+    rows = []
+    offset = 0
+    for kind, size in kind_sizes:
+        for name in _LL_SPAN_NAMES[kind]:
+            rows.append((name, offset, size))
+            offset += size
+    return rows
+
+
+def _ll_end(span_rows: list[tuple[str, int, int]]) -> int:
+    """``total_bytes``: the end of the last buffer."""
+    _, offset, size = span_rows[-1]
+    return offset + size
+
+
 class Span(Record):
     """A named byte range of the low-latency RDMA buffer."""
 
@@ -793,7 +861,7 @@ class LowLatencyLayout(Record):
         if not c.problems:
             for what, num_bytes, line in (("send", self.send_buffer_bytes, "150"),
                                           ("receive", self.recv_buffer_bytes, "158")):
-                if num_bytes % INT4_BYTES:
+                if not _is_int4_multiple(num_bytes):
                     c.add("hidden", self.hidden,
                           f"the low-latency {what} buffer ({format_int(num_bytes)} B) must be a multiple of 16 B "
                           f"(EP_HOST_ASSERT, {CFG}:{line}); use hidden % 8 == 0")
@@ -815,64 +883,57 @@ class LowLatencyLayout(Record):
     @property
     def send_buffer_bytes(self) -> int:
         """``max(T * dispatch_msg, E * T * combine_msg)`` (``CFG:147-149``)."""
-        t, e = self.num_max_dispatch_tokens_per_rank, self.num_experts
-        return max(t * self.num_bytes_per_dispatch_msg, e * t * self.num_bytes_per_combine_msg)
+        return _ll_send_buffer_bytes(self.num_max_dispatch_tokens_per_rank, self.num_experts,
+                                     self.num_bytes_per_dispatch_msg, self.num_bytes_per_combine_msg)
 
     @property
     def recv_buffer_bytes(self) -> int:
         """``max(E * T * dispatch_msg, E * T * combine_msg)`` (``CFG:155-157``)."""
-        t, e = self.num_max_dispatch_tokens_per_rank, self.num_experts
-        return max(e * t * self.num_bytes_per_dispatch_msg, e * t * self.num_bytes_per_combine_msg)
+        return _ll_recv_buffer_bytes(self.num_max_dispatch_tokens_per_rank, self.num_experts,
+                                     self.num_bytes_per_dispatch_msg, self.num_bytes_per_combine_msg)
 
     @property
     def signaling_buffer_bytes(self) -> int:
         """``max(dispatch count ints, combine flag ints)`` = ``4E`` (``CFG:162-164``);
         LL0 adds ``E / num_ranks`` atomic token counters to the dispatch side."""
-        count = self.num_experts * INT_BYTES
-        if self.variant == 0:
-            return max(count + (self.num_experts // self.num_ranks) * INT_BYTES, count)
-        return count
+        return _ll_signaling_buffer_bytes(self.num_experts, self.num_ranks, self.variant)
 
     @property
     def signaling_buffer_bytes_aligned(self) -> int:
         """``align_up(signaling, 128)`` from LL4 (``CFG:165``); unaligned before."""
-        if self.variant >= 4:
-            return align(self.signaling_buffer_bytes, NUM_BUFFER_ALIGNMENT_BYTES)
-        return self.signaling_buffer_bytes
+        return _ll_signaling_buffer_bytes_aligned(self.num_experts, self.num_ranks, self.variant)
+
+    def _span_rows(self) -> list[tuple[str, int, int]]:
+        """``(name, offset, num_bytes)`` of :meth:`spans`, without records."""
+        return _ll_span_rows_for(self.num_max_dispatch_tokens_per_rank, self.num_experts,
+                                 self.num_bytes_per_dispatch_msg, self.num_bytes_per_combine_msg,
+                                 self.signaling_buffer_bytes_aligned, self.variant)[2]
 
     def spans(self) -> tuple[Span, ...]:
         """The six buffers in address order (``CFG:171-181``)."""
-        send, recv, sig = self.send_buffer_bytes, self.recv_buffer_bytes, self.signaling_buffer_bytes_aligned
-        order = [("signaling buffer", sig), ("send buffer", send), ("recv buffer", recv)]
-        if self.variant < 4:
-            order = order[1:] + order[:1]
-        spans: list[Span] = []
-        offset = 0
-        for name, size in order:
-            for i in range(2):
-                spans.append(Span(name=f"{name} {i}", offset=offset, num_bytes=size))
-                offset += size
-        return tuple(spans)
+        return tuple(Span(name=name, offset=offset, num_bytes=size) for name, offset, size in self._span_rows())
 
     @property
     def total_bytes(self) -> int:
         """``total_bytes``: the end of the last buffer; the size every LL kernel checks
         (``layout.total_bytes <= num_rdma_bytes``, ``BUF:1503, 1643``)."""
-        return self.spans()[-1].end
+        return _ll_end(self._span_rows())
 
     def buffers(self) -> tuple[LowLatencyBuffer, LowLatencyBuffer]:
         """``buffers[0]`` and ``buffers[1]`` as offsets (``CFG:171-181``)."""
         by_name = {s.name: s.offset for s in self.spans()}
 
         def one(i: int) -> LowLatencyBuffer:
-            sig = by_name[f"signaling buffer {i}"]
+            sig = by_name[_LL_SPAN_NAMES["signaling buffer"][i]]
+            send = by_name[_LL_SPAN_NAMES["send buffer"][i]]
+            recv = by_name[_LL_SPAN_NAMES["recv buffer"][i]]
             return LowLatencyBuffer(
                 num_clean_int=self.signaling_buffer_bytes // INT_BYTES,
-                dispatch_rdma_send_buffer=by_name[f"send buffer {i}"],
-                dispatch_rdma_recv_data_buffer=by_name[f"recv buffer {i}"],
+                dispatch_rdma_send_buffer=send,
+                dispatch_rdma_recv_data_buffer=recv,
                 dispatch_rdma_recv_count_buffer=sig,
-                combine_rdma_send_buffer=by_name[f"send buffer {i}"],
-                combine_rdma_recv_data_buffer=by_name[f"recv buffer {i}"],
+                combine_rdma_send_buffer=send,
+                combine_rdma_recv_data_buffer=recv,
                 combine_rdma_recv_flag_buffer=sig,
                 dispatch_rdma_atomic_token_counter=sig + self.num_experts * INT_BYTES if self.variant == 0 else None,
             )
@@ -889,6 +950,30 @@ def _hint_round_up(total_bytes: int) -> int:
     return (total_bytes + NUM_BUFFER_ALIGNMENT_BYTES) // NUM_BUFFER_ALIGNMENT_BYTES * NUM_BUFFER_ALIGNMENT_BYTES
 
 
+def _ll_span_rows_for(tokens: int, experts: int, dispatch_msg: int, combine_msg: int, signaling_aligned: int,
+                      variant: int) -> tuple[int, int, list[tuple[str, int, int]]]:
+    """``(send_buffer_bytes, recv_buffer_bytes, span rows)`` for ``T = tokens``: the layout
+    from its token-independent parts (message slots and the aligned signaling buffer)."""
+    send = _ll_send_buffer_bytes(tokens, experts, dispatch_msg, combine_msg)
+    recv = _ll_recv_buffer_bytes(tokens, experts, dispatch_msg, combine_msg)
+    return send, recv, _ll_span_rows(_ll_kind_sizes(variant, send, recv, signaling_aligned))
+
+
+def _ll_rounding_row(span_rows: list[tuple[str, int, int]]) -> tuple[str, int, int]:
+    """The hint's rounding block as a row ``(name, offset, num_bytes)`` after the six buffers:
+    from ``total_bytes`` to :func:`_hint_round_up` of it (``CFG:185-188``)."""
+    total = _ll_end(span_rows)
+    return _LL_ROUNDING_BLOCK, total, _hint_round_up(total) - total
+
+
+@lru_cache(maxsize=4096)
+def _ll_slots(hidden: int, num_ranks: int, num_experts: int, variant: int) -> tuple[int, int, int]:
+    """The token-independent parts of the layout: ``(num_bytes_per_dispatch_msg,
+    num_bytes_per_combine_msg, signaling_buffer_bytes_aligned)``."""
+    return (num_bytes_per_dispatch_msg(hidden, variant), num_bytes_per_combine_msg(hidden, variant),
+            _ll_signaling_buffer_bytes_aligned(num_experts, num_ranks, variant))
+
+
 def low_latency_buffer(num_max_dispatch_tokens_per_rank: int, hidden: int, num_ranks: int, num_experts: int, *,
                        version: str | None = None) -> Buffer:
     """The low-latency RDMA buffer: :class:`LowLatencyLayout`'s six spans plus the hint's
@@ -897,28 +982,34 @@ def low_latency_buffer(num_max_dispatch_tokens_per_rank: int, hidden: int, num_r
     v = get_version(version)
     layout = LowLatencyLayout(num_max_dispatch_tokens_per_rank=num_max_dispatch_tokens_per_rank, hidden=hidden,
                               num_ranks=num_ranks, num_experts=num_experts, variant=v.low_latency)
-    t, e = num_max_dispatch_tokens_per_rank, num_experts
+    return _ll_rdma_buffer(layout, v)
+
+
+def _ll_rdma_buffer(layout: LowLatencyLayout, v: Version) -> Buffer:
+    """:func:`low_latency_buffer` of a checked ``layout``: the regions are the layout's span
+    rows and the rounding row (the rows :func:`summarize_low_latency` reads), with formulas."""
+    t, e, num_ranks = layout.num_max_dispatch_tokens_per_rank, layout.num_experts, layout.num_ranks
+    dispatch_msg, combine_msg = layout.num_bytes_per_dispatch_msg, layout.num_bytes_per_combine_msg
     formulas = {
-        "send buffer": (f"max({format_int(t)} tokens x {format_int(layout.num_bytes_per_dispatch_msg)} B, "
-                        f"{e} experts x {format_int(t)} tokens x {format_int(layout.num_bytes_per_combine_msg)} B)",
+        "send buffer": (f"max({format_int(t)} tokens x {format_int(dispatch_msg)} B, "
+                        f"{e} experts x {format_int(t)} tokens x {format_int(combine_msg)} B)",
                         "147-151"),
-        "recv buffer": (f"{e} experts x {format_int(t)} tokens x max({format_int(layout.num_bytes_per_dispatch_msg)}, "
-                        f"{format_int(layout.num_bytes_per_combine_msg)}) B", "155-159"),
+        "recv buffer": (f"{e} experts x {format_int(t)} tokens x max({format_int(dispatch_msg)}, "
+                        f"{format_int(combine_msg)}) B", "155-159"),
         "signaling buffer": (
             (f"({e} + {e} / {num_ranks}) ints x 4 B" if v.low_latency == 0 else f"{e} experts x 4 B")
             + (", aligned to 128 B" if v.low_latency >= 4 else ""), "162-166"),
     }
+    span_rows = layout._span_rows()
     regions = []
-    for span in layout.spans():
-        kind = span.name.rsplit(" ", 1)[0]
-        formula, lines = formulas[kind]
-        regions.append(Region(name=span.name, num_bytes=span.num_bytes, num_bytes_used=span.num_bytes,
-                              formula=f"at offset {format_int(span.offset)}: {formula}",
+    for name, offset, size in span_rows:
+        formula, lines = formulas[name.rsplit(" ", 1)[0]]
+        regions.append(Region(name=name, num_bytes=size, num_bytes_used=size,
+                              formula=f"at offset {format_int(offset)}: {formula}",
                               source=v.cite("CFG", lines, "LowLatencyLayout")))
-    total = layout.total_bytes
-    hint = _hint_round_up(total)
+    name, total, block = _ll_rounding_row(span_rows)
     source = v.cite("CFG", "185-188", "get_low_latency_rdma_size_hint")
-    regions.append(Region(name="hint rounding block", num_bytes=hint - total, num_bytes_used=0,
+    regions.append(Region(name=name, num_bytes=block, num_bytes_used=0,
                           formula=f"((total {format_int(total)} + 128) / 128) x 128 - total: "
                                   "a full block even when aligned", source=source))
     return Buffer.combine("RDMA buffer", regions, "sum", NUM_BUFFER_ALIGNMENT_BYTES, source=source)
@@ -927,7 +1018,8 @@ def low_latency_buffer(num_max_dispatch_tokens_per_rank: int, hidden: int, num_r
 def get_low_latency_rdma_size_hint(num_max_dispatch_tokens_per_rank: int, hidden: int, num_ranks: int,
                                    num_experts: int, *, version: str | None = None) -> int:
     """``get_low_latency_rdma_size_hint`` (``CFG:185-188``; ``Buffer.get_low_latency_rdma_size_hint``,
-    ``PY:176-189``): the low-latency RDMA buffer bytes, the sum of :func:`low_latency_buffer`'s regions.
+    ``PY:176-189``): the low-latency RDMA buffer bytes, the sum of :func:`low_latency_buffer`'s regions
+    (computed from the same layout without building them).
 
     Args:
         num_max_dispatch_tokens_per_rank: most tokens one rank dispatches per call.
@@ -944,8 +1036,10 @@ def get_low_latency_rdma_size_hint(num_max_dispatch_tokens_per_rank: int, hidden
     >>> get_low_latency_rdma_size_hint(2048, 5120, 16, 448)
     38168170112
     """
-    return low_latency_buffer(num_max_dispatch_tokens_per_rank, hidden, num_ranks, num_experts,
-                              version=version).num_bytes
+    v = get_version(version)
+    layout = LowLatencyLayout(num_max_dispatch_tokens_per_rank=num_max_dispatch_tokens_per_rank, hidden=hidden,
+                              num_ranks=num_ranks, num_experts=num_experts, variant=v.low_latency)
+    return _hint_round_up(layout.total_bytes)
 
 
 def _passes_int4_check(num_bytes: int) -> bool:
@@ -961,7 +1055,8 @@ def max_low_latency_tokens(hidden: int, num_ranks: int, num_experts: int, *, ver
     check ``num_rdma_bytes / sizeof(int4) < INT_MAX`` (``BUF:112``), i.e. a hint of at
     most 2^35 - 128 bytes; and, when ``budget`` is given, ``hint <= budget``. The hint is
     non-decreasing in the token count, so this is an exact binary search over
-    ``0 .. INT_MAX`` (the token count is an ``int`` upstream), not an estimate.
+    ``0 .. INT_MAX`` (the token count is an ``int`` upstream), not an estimate. The
+    result is cached per argument set (none of them is a token count).
 
     Args:
         hidden, num_ranks, num_experts, version: as :func:`get_low_latency_rdma_size_hint`.
@@ -990,9 +1085,21 @@ def max_low_latency_tokens(hidden: int, num_ranks: int, num_experts: int, *, ver
     # so their multiple-of-16 asserts hold for every T iff they hold for T = 1.
     LowLatencyLayout(num_max_dispatch_tokens_per_rank=1, hidden=hidden, num_ranks=num_ranks,
                      num_experts=num_experts, variant=v.low_latency)
+    return _ll_max_tokens(v.id, hidden, num_ranks, num_experts, budget)
+
+
+@lru_cache(maxsize=4096)
+def _ll_max_tokens(version: str, hidden: int, num_ranks: int, num_experts: int, budget: int | None) -> int:
+    """:func:`max_low_latency_tokens` of checked arguments: the binary search, each step
+    the hint of :func:`get_low_latency_rdma_size_hint` from the layout's integer parts
+    (:func:`_ll_span_rows_for`, no records), cached (reports ask for it every time)."""
+    v = get_version(version)
+    variant = v.low_latency
+    dispatch_msg, combine_msg, signaling = _ll_slots(hidden, num_ranks, num_experts, variant)
 
     def fits(num_tokens: int) -> bool:
-        hint = get_low_latency_rdma_size_hint(num_tokens, hidden, num_ranks, num_experts, version=v.id)
+        span_rows = _ll_span_rows_for(num_tokens, num_experts, dispatch_msg, combine_msg, signaling, variant)[2]
+        hint = _hint_round_up(_ll_end(span_rows))
         if v.int4_count_check and not _passes_int4_check(hint):
             return False
         return budget is None or hint <= budget
@@ -1136,10 +1243,25 @@ def _limit_findings(prefix: str, limits: list[LimitCheck]) -> list[Finding]:
     ]
 
 
-def _in(name: str, value: int, allowed: tuple[int, ...], source: str, enforced: str) -> LimitCheck:
-    """A set-membership limit: ``relation`` "in", ``bound`` the largest member, the set in ``name``."""
-    return LimitCheck(name=f"{name} in {{{', '.join(map(str, allowed))}}}", value=value, relation="in",
-                      bound=max(allowed), ok=value in allowed, source=source, enforced=enforced)
+# Limits are defined once, as rows ``(name, value, relation, bound, ok, source, enforced)``:
+# the reports turn them into LimitCheck records, the summaries read the names of the failed ones.
+_LimitRow = tuple[str, int, str, int, bool, str, str]
+
+
+def _limit_checks(rows: list[_LimitRow] | tuple[_LimitRow, ...]) -> list[LimitCheck]:
+    return [LimitCheck(name=n, value=value, relation=r, bound=b, ok=ok, source=src, enforced=e)
+            for n, value, r, b, ok, src, e in rows]
+
+
+def _set_name(name: str, allowed: tuple[int, ...]) -> str:
+    """The name of a set-membership limit: the set is part of it."""
+    return f"{name} in {{{', '.join(map(str, allowed))}}}"
+
+
+def _in_row(name: str, value: int, allowed: tuple[int, ...], source: str, enforced: str) -> _LimitRow:
+    """A set-membership limit (``name`` from :func:`_set_name`): ``relation`` "in", ``bound``
+    the largest member."""
+    return (name, value, "in", max(allowed), value in allowed, source, enforced)
 
 
 def _pr434_finding(v: Version) -> list[Finding]:
@@ -1150,9 +1272,14 @@ def _pr434_finding(v: Version) -> list[Finding]:
                     data={"commit": v.commit})]
 
 
-def _validate_normal(plan, v: Version) -> Config | None:
+# --------------------------------------------------------------------------------------
+# Normal mode
+# --------------------------------------------------------------------------------------
+def _validate_normal(v: Version, ranks: int, topk: int, experts: int, routed: int, redundant: int,
+                     num_sms: int | None, config: object) -> Config | None:
+    """The checks of :func:`report_normal` (``experts`` = routed + redundant); the override
+    config, if any."""
     c = Checker()
-    ranks = plan.num_ranks
     ranks_ok = False
     if ranks > NUM_MAX_NVL_PEERS * NUM_MAX_RDMA_PEERS:
         c.add("num_ranks", ranks, f"allowed 1..{NUM_MAX_NVL_PEERS * NUM_MAX_RDMA_PEERS} in normal mode "
@@ -1162,21 +1289,20 @@ def _validate_normal(plan, v: Version) -> Config | None:
                                   f"(Buffer constructor, {BUF}:114)")
     else:
         ranks_ok = True
-    if plan.num_topk > NORMAL_NUM_MAX_TOPK:
-        c.add("num_topk", plan.num_topk, f"allowed 0..{NORMAL_NUM_MAX_TOPK} (EP_DEVICE_ASSERT(num_topk <= 32) in the "
-                                         f"normal kernels, {INK}:519, 1754)")
-    if plan.num_total_experts % ranks:
-        c.add("num_experts", plan.num_total_experts,
-              f"experts seen by the library (routed {plan.num_experts} + redundant {plan.num_redundant_experts}) "
+    if topk > NORMAL_NUM_MAX_TOPK:
+        c.add("num_topk", topk, f"allowed 0..{NORMAL_NUM_MAX_TOPK} (EP_DEVICE_ASSERT(num_topk <= 32) in the "
+                                f"normal kernels, {INK}:519, 1754)")
+    if experts % ranks:
+        c.add("num_experts", experts,
+              f"experts seen by the library (routed {routed} + redundant {redundant}) "
               f"must be divisible by num_ranks = {ranks} ({BUF}:468)")
-    config = plan.deepep_config
     if config is None:
         # The default tables: Buffer.set_num_sms(n) asserts an even n; the rank count must be listed.
-        if plan.num_sms is not None and plan.num_sms % 2:
-            c.add("num_sms", plan.num_sms, f"must be even (Buffer.set_num_sms asserts it, {PY}:162)")
+        if num_sms is not None and num_sms % 2:
+            c.add("num_sms", num_sms, f"must be even (Buffer.set_num_sms asserts it, {PY}:162)")
         elif ranks_ok:
             try:
-                get_dispatch_config(ranks, plan.num_sms or DEFAULT_NUM_SMS, version=v.id)
+                get_dispatch_config(ranks, num_sms or DEFAULT_NUM_SMS, version=v.id)
             except InvalidArgumentError as error:
                 c.problems.extend(error.problems)
     elif not isinstance(config, Config):
@@ -1186,6 +1312,139 @@ def _validate_normal(plan, v: Version) -> Config | None:
         _check_hint_args(c, 1, ranks, config.num_sms, internode_only=False)
     c.raise_if_any()
     return config
+
+
+def _normal_limit_rows(v: Version, ranks: int, ranks_per_node: int, topk: int, experts: int, hidden: int,
+                       fp8: bool, configs: dict[str, Config], num_nvl_bytes: int,
+                       num_rdma_bytes: int) -> list[_LimitRow]:
+    """Every normal-mode limit, in report order."""
+    internode = ranks > NUM_MAX_NVL_PEERS
+    ctor = v.cite("BUF", "107-116", "Buffer constructor")
+    num_rdma_ranks = max(ranks // NUM_MAX_NVL_PEERS, 1)
+    # The hints multiply channels x ranks x tokens x kNumMaxTopK in C++ `int` before widening.
+    int_product = max(
+        cfg.num_channels * max(min(ranks, NUM_MAX_NVL_PEERS) * cfg.num_max_nvl_chunked_recv_tokens,
+                               num_rdma_ranks * cfg.num_max_rdma_chunked_recv_tokens if internode else 0)
+        * HINT_NUM_MAX_TOPK
+        for cfg in configs.values())
+    element_size = 1 if fp8 else BF16_BYTES
+    rows: list[_LimitRow] = [
+        ("num_ranks", ranks, "<=", NUM_MAX_NVL_PEERS * NUM_MAX_RDMA_PEERS, True,
+         v.cite("BUF", "113", "Buffer constructor"), "host"),
+        ("num_topk", topk, "<=", NORMAL_NUM_MAX_TOPK, True,
+         v.cite("INK", "519, 1754", "EP_DEVICE_ASSERT(num_topk <= 32)"), "kernel"),
+        ("num_ranks_per_node (NUM_MAX_NVL_PEERS)", ranks_per_node, "==", min(ranks, NUM_MAX_NVL_PEERS),
+         ranks_per_node == min(ranks, NUM_MAX_NVL_PEERS), v.cite("CPL", "5", "NUM_MAX_NVL_PEERS"), "assumed"),
+    ]
+    if internode:
+        rows.append(_in_row(_set_name("num_rdma_ranks (SWITCH_RDMA_RANKS)", v.rdma_ranks), num_rdma_ranks,
+                            v.rdma_ranks, v.cite("LAUNCH", "66-89", "SWITCH_RDMA_RANKS"), "host"))
+    else:
+        rows.append(_in_row(_set_name("num_ranks (SWITCH_RANKS)", v.intranode_ranks), ranks, v.intranode_ranks,
+                            v.cite("LAUNCH", "53-64", "SWITCH_RANKS"), "host"))
+    rows += [
+        ("num_local_experts", experts // ranks, "<=", NUM_MAX_LOCAL_EXPERTS,
+         experts // ranks <= NUM_MAX_LOCAL_EXPERTS, v.cite("BUF", "469", "NUM_MAX_LOCAL_EXPERTS"), "host"),
+        ("hidden x element size % 16", hidden * element_size % INT4_BYTES, "==", 0,
+         hidden * element_size % INT4_BYTES == 0, v.cite("BUF", "458, 930", "dispatch"), "host"),
+        ("num_nvl_bytes (when num_rdma_bytes > 0)", num_nvl_bytes if num_rdma_bytes else 0, "<=", INT32_MAX,
+         num_nvl_bytes <= INT32_MAX or num_rdma_bytes == 0, ctor, "host"),
+        ("num_rdma_bytes", num_rdma_bytes, "<=", INT32_MAX, num_rdma_bytes <= INT32_MAX, ctor, "host"),
+    ]
+    if v.int4_count_check:
+        for what, num_bytes, line in (("num_nvl_bytes", num_nvl_bytes, "111"),
+                                      ("num_rdma_bytes", num_rdma_bytes, "112")):
+            rows.append((f"{what} / sizeof(int4)", num_bytes // INT4_BYTES, "<", INT32_MAX,
+                         _passes_int4_check(num_bytes), v.cite("BUF", line), "host"))
+    rows.append(("channels x tokens x ranks x kNumMaxTopK (int product in the hints)", int_product, "<=",
+                 INT32_MAX, int_product <= INT32_MAX, v.cite("CFG", "68, 93", "size hints"), "assumed"))
+    return rows
+
+
+class _Normal(Record):
+    """Everything of :func:`report_normal` that is shared between plans differing only in
+    the token count (which normal mode does not read), cached by :func:`_normal_core`.
+    Read-only: the dicts are never mutated, the records are immutable."""
+
+    version: Version
+    override: Config | None
+    hidden_bytes: int
+    configs: dict  # "dispatch"/"combine" (or "deepep_config") -> Config
+    nvl: dict  # same keys -> NVL Buffer
+    rdma: dict  # same keys -> RDMA Buffer
+    nvl_key: str
+    rdma_key: str
+    records: tuple
+    limits: tuple  # LimitCheck records, from _normal_limit_rows
+    summary: Summary
+
+
+@lru_cache(maxsize=256)  # buffers with their formulas, records, limits: a few tens of kB each
+def _normal_core(version: str | None, ranks: int, num_ranks_per_node: int | None, hidden: int, fp8: bool,
+                 num_sms: int | None, deepep_config: object, topk: int, routed: int,
+                 redundant: int) -> _Normal | InvalidArgumentError:
+    """The token-independent part of :func:`report_normal`, keyed on the plan fields it
+    reads (:func:`_normal_key`); a rejected plan gives its error (re-raised by the caller)."""
+    try:
+        v = get_version(version)
+        experts = routed + redundant
+        override = _validate_normal(v, ranks, topk, experts, routed, redundant, num_sms, deepep_config)
+    except InvalidArgumentError as error:
+        return error
+    hidden_bytes = get_hidden_bytes(hidden, fp8)
+    if override is not None:
+        configs = {"deepep_config": override}
+    else:
+        sms = num_sms or DEFAULT_NUM_SMS
+        configs = {"dispatch": get_dispatch_config(ranks, sms, version=v.id),
+                   "combine": get_combine_config(ranks, sms, version=v.id)}
+    nvl = {k: cfg.nvl_buffer(hidden_bytes, ranks, version=v.id) for k, cfg in configs.items()}
+    rdma = {k: cfg.rdma_buffer(hidden_bytes, ranks, version=v.id) for k, cfg in configs.items()}
+    # The recipe keeps the larger hint of each kind; the first config wins a tie.
+    nvl_key = max(nvl, key=lambda k: nvl[k].num_bytes)
+    rdma_key = max(rdma, key=lambda k: rdma[k].num_bytes)
+    nvl_buffer, rdma_buffer = nvl[nvl_key], rdma[rdma_key]
+
+    records = _hint_slot_records("NVL hint slot", nvl_buffer)
+    if ranks > NUM_MAX_NVL_PEERS:
+        records += _hint_slot_records("RDMA hint slot", rdma_buffer)
+        records += _internode_records(hidden, fp8, topk)
+    ranks_per_node = num_ranks_per_node if num_ranks_per_node is not None else min(ranks, NUM_MAX_NVL_PEERS)
+    limits = tuple(_limit_checks(_normal_limit_rows(v, ranks, ranks_per_node, topk, experts, hidden, fp8, configs,
+                                                    nvl_buffer.num_bytes, rdma_buffer.num_bytes)))
+    # summary_of reads the buffers and the limits only, the parts computed here.
+    summary = summary_of(Report(backend="deepep-v1", title="", upstream="", inputs={},
+                                buffers=(nvl_buffer, rdma_buffer), limits=limits))
+    return _Normal(version=v, override=override, hidden_bytes=hidden_bytes, configs=configs, nvl=nvl, rdma=rdma,
+                   nvl_key=nvl_key, rdma_key=rdma_key, records=tuple(records), limits=limits, summary=summary)
+
+
+@lru_cache(maxsize=16384)
+def _normal_summary(*key) -> Summary | InvalidArgumentError:
+    """The summary of :func:`_normal_core` (or its error), kept longer than the core."""
+    core = _normal_core(*key)
+    return core.summary if isinstance(core, _Normal) else core
+
+
+def _normal_key(plan) -> tuple:
+    """The plan fields normal mode reads, in :func:`_normal_core`'s order (no token count)."""
+    return (plan.deepep_version, plan.num_ranks, plan.num_ranks_per_node, plan.hidden, plan.use_fp8_dispatch,
+            plan.num_sms, plan.deepep_config, plan.num_topk, plan.num_experts, plan.num_redundant_experts)
+
+
+def _normal(plan, cached=_normal_core):
+    """``cached(*_normal_key(plan))`` (:func:`_normal_core` or :func:`_normal_summary`);
+    raises the plan's InvalidArgumentError."""
+    key = _normal_key(plan)
+    try:
+        result = cached(*key)
+    except TypeError:  # an unhashable deepep_version / deepep_config, which the checks reject: not cached
+        result = _normal_core.__wrapped__(*key)
+        if isinstance(result, _Normal) and cached is _normal_summary:
+            result = result.summary
+    if isinstance(result, InvalidArgumentError):
+        raise InvalidArgumentError(result.problems)
+    return result
 
 
 def report_normal(plan) -> Report:
@@ -1199,77 +1458,16 @@ def report_normal(plan) -> Report:
             of 8; a rank count the tables lack; top-k above 32; experts not divisible by
             ranks; odd ``num_sms``; a ``deepep_config`` that is not a :class:`Config`.
     """
-    v = get_version(plan.deepep_version)
-    override = _validate_normal(plan, v)
-    ranks = plan.num_ranks
-    hidden_bytes = get_hidden_bytes(plan.hidden, plan.use_fp8_dispatch)
-    num_sms = plan.num_sms or DEFAULT_NUM_SMS
-    if override is not None:
-        configs = {"deepep_config": override}
-    else:
-        configs = {"dispatch": get_dispatch_config(ranks, num_sms, version=v.id),
-                   "combine": get_combine_config(ranks, num_sms, version=v.id)}
-    nvl = {k: cfg.nvl_buffer(hidden_bytes, ranks, version=v.id) for k, cfg in configs.items()}
-    rdma = {k: cfg.rdma_buffer(hidden_bytes, ranks, version=v.id) for k, cfg in configs.items()}
-    # The recipe keeps the larger hint of each kind; the first config wins a tie.
-    nvl_key = max(nvl, key=lambda k: nvl[k].num_bytes)
-    rdma_key = max(rdma, key=lambda k: rdma[k].num_bytes)
+    core = _normal(plan)
+    v, override, configs, nvl, rdma = core.version, core.override, core.configs, core.nvl, core.rdma
+    nvl_key, rdma_key, hidden_bytes, limits = core.nvl_key, core.rdma_key, core.hidden_bytes, core.limits
+    records = core.records
     nvl_buffer, rdma_buffer = nvl[nvl_key], rdma[rdma_key]
     num_nvl_bytes, num_rdma_bytes = nvl_buffer.num_bytes, rdma_buffer.num_bytes
+    ranks = plan.num_ranks
+    num_sms = plan.num_sms or DEFAULT_NUM_SMS
     internode = ranks > NUM_MAX_NVL_PEERS
-
-    records = _hint_slot_records("NVL hint slot", nvl_buffer)
-    if internode:
-        records += _hint_slot_records("RDMA hint slot", rdma_buffer)
-        records += _internode_records(plan.hidden, plan.use_fp8_dispatch, plan.num_topk)
-
-    # --- limits ---
-    ctor = v.cite("BUF", "107-116", "Buffer constructor")
     num_rdma_ranks = max(ranks // NUM_MAX_NVL_PEERS, 1)
-    # The hints multiply channels x ranks x tokens x kNumMaxTopK in C++ `int` before widening.
-    int_product = max(
-        cfg.num_channels * max(min(ranks, NUM_MAX_NVL_PEERS) * cfg.num_max_nvl_chunked_recv_tokens,
-                               num_rdma_ranks * cfg.num_max_rdma_chunked_recv_tokens if internode else 0)
-        * HINT_NUM_MAX_TOPK
-        for cfg in configs.values())
-    element_size = 1 if plan.use_fp8_dispatch else BF16_BYTES
-    limits = [
-        LimitCheck(name="num_ranks", value=ranks, relation="<=", bound=NUM_MAX_NVL_PEERS * NUM_MAX_RDMA_PEERS,
-                   ok=True, source=v.cite("BUF", "113", "Buffer constructor"), enforced="host"),
-        LimitCheck(name="num_topk", value=plan.num_topk, relation="<=", bound=NORMAL_NUM_MAX_TOPK, ok=True,
-                   source=v.cite("INK", "519, 1754", "EP_DEVICE_ASSERT(num_topk <= 32)"), enforced="kernel"),
-        LimitCheck(name="num_ranks_per_node (NUM_MAX_NVL_PEERS)", value=plan.ranks_per_node, relation="==",
-                   bound=min(ranks, NUM_MAX_NVL_PEERS), ok=plan.ranks_per_node == min(ranks, NUM_MAX_NVL_PEERS),
-                   source=v.cite("CPL", "5", "NUM_MAX_NVL_PEERS"), enforced="assumed"),
-    ]
-    if internode:
-        limits.append(_in("num_rdma_ranks (SWITCH_RDMA_RANKS)", num_rdma_ranks, v.rdma_ranks,
-                          v.cite("LAUNCH", "66-89", "SWITCH_RDMA_RANKS"), "host"))
-    else:
-        limits.append(_in("num_ranks (SWITCH_RANKS)", ranks, v.intranode_ranks,
-                          v.cite("LAUNCH", "53-64", "SWITCH_RANKS"), "host"))
-    limits += [
-        LimitCheck(name="num_local_experts", value=plan.num_total_experts // ranks, relation="<=",
-                   bound=NUM_MAX_LOCAL_EXPERTS, ok=plan.num_total_experts // ranks <= NUM_MAX_LOCAL_EXPERTS,
-                   source=v.cite("BUF", "469", "NUM_MAX_LOCAL_EXPERTS"), enforced="host"),
-        LimitCheck(name="hidden x element size % 16", value=plan.hidden * element_size % INT4_BYTES, relation="==",
-                   bound=0, ok=plan.hidden * element_size % INT4_BYTES == 0,
-                   source=v.cite("BUF", "458, 930", "dispatch"), enforced="host"),
-        LimitCheck(name="num_nvl_bytes (when num_rdma_bytes > 0)", value=num_nvl_bytes if num_rdma_bytes else 0,
-                   relation="<=", bound=INT32_MAX, ok=num_nvl_bytes <= INT32_MAX or num_rdma_bytes == 0,
-                   source=ctor, enforced="host"),
-        LimitCheck(name="num_rdma_bytes", value=num_rdma_bytes, relation="<=", bound=INT32_MAX,
-                   ok=num_rdma_bytes <= INT32_MAX, source=ctor, enforced="host"),
-    ]
-    if v.int4_count_check:
-        for what, num_bytes, line in (("num_nvl_bytes", num_nvl_bytes, "111"),
-                                      ("num_rdma_bytes", num_rdma_bytes, "112")):
-            limits.append(LimitCheck(name=f"{what} / sizeof(int4)", value=num_bytes // INT4_BYTES, relation="<",
-                                     bound=INT32_MAX, ok=_passes_int4_check(num_bytes), source=v.cite("BUF", line),
-                                     enforced="host"))
-    limits.append(LimitCheck(name="channels x tokens x ranks x kNumMaxTopK (int product in the hints)",
-                             value=int_product, relation="<=", bound=INT32_MAX, ok=int_product <= INT32_MAX,
-                             source=v.cite("CFG", "68, 93", "size hints"), enforced="assumed"))
 
     # --- findings ---
     findings = [
@@ -1350,26 +1548,88 @@ def report_normal(plan) -> Report:
     )
 
 
-def _validate_low_latency(plan, v: Version) -> None:
+def summarize_normal(plan) -> Summary:
+    """``summary_of(report_normal(plan))`` without building the report: the summary is
+    computed once per token-independent plan shape, from the same buffers and limit rows.
+
+    Raises:
+        InvalidArgumentError: as :func:`report_normal`.
+    """
+    return _normal(plan, _normal_summary)
+
+
+# --------------------------------------------------------------------------------------
+# Low-latency mode
+# --------------------------------------------------------------------------------------
+def _low_latency_problems(v: Version, hidden: int, ranks: int, experts: int, routed: int, redundant: int,
+                          topk: int, tokens: int) -> list:
+    """The problems :func:`report_low_latency` raises (``experts`` = routed + redundant)."""
     c = Checker()
-    ranks = plan.num_ranks
     if ranks > NUM_MAX_NVL_PEERS and ranks % NUM_MAX_NVL_PEERS:
         c.add("num_ranks", ranks, f"must be below {NUM_MAX_NVL_PEERS} or a multiple of {NUM_MAX_NVL_PEERS} "
                                   f"(Buffer constructor, also in low-latency mode, {BUF}:114)")
-    if plan.num_total_experts % ranks:
-        c.add("num_experts", plan.num_total_experts,
-              f"experts seen by the library (routed {plan.num_experts} + redundant {plan.num_redundant_experts}) "
+    if experts % ranks:
+        c.add("num_experts", experts,
+              f"experts seen by the library (routed {routed} + redundant {redundant}) "
               f"must be divisible by num_ranks = {ranks} (low_latency_dispatch, {BUF}:1483)")
-    if plan.num_topk > v.ll_num_max_topk:
-        c.add("num_topk", plan.num_topk,
+    if topk > v.ll_num_max_topk:
+        c.add("num_topk", topk,
               f"allowed 0..{v.ll_num_max_topk} at {v.id} (kNumMaxTopK of the low-latency kernels, "
               f"{v.cite('LLK', '493, 501', 'kNumMaxTopK')})")
     try:
-        LowLatencyLayout(num_max_dispatch_tokens_per_rank=plan.num_max_tokens_per_rank, hidden=plan.hidden,
-                         num_ranks=ranks, num_experts=plan.num_total_experts, variant=v.low_latency)
+        LowLatencyLayout(num_max_dispatch_tokens_per_rank=tokens, hidden=hidden, num_ranks=ranks,
+                         num_experts=experts, variant=v.low_latency)
     except InvalidArgumentError as error:
         c.problems.extend(error.problems)
-    c.raise_if_any()
+    return c.problems
+
+
+def _validate_low_latency(plan, v: Version) -> None:
+    problems = _low_latency_problems(v, plan.hidden, plan.num_ranks, plan.num_total_experts, plan.num_experts,
+                                     plan.num_redundant_experts, plan.num_topk, plan.num_max_tokens_per_rank)
+    if problems:
+        raise InvalidArgumentError(problems)
+
+
+_LL_INT4_LIMIT = "num_rdma_bytes / sizeof(int4) (hint <= 2^35 - 128 B, the 32 GiB ceiling)"
+
+
+@lru_cache(maxsize=None)
+def _ll_limit_texts(version: str) -> tuple[str, ...]:
+    """The version-dependent names and sources of the low-latency limits, in the order
+    :func:`_ll_limit_rows` unpacks them (built once per version)."""
+    v = get_version(version)
+    return (v.cite("LLK", "501, 1179", "kNumMaxTopK"), v.cite("BUF", "1483", "low_latency_dispatch"),
+            v.cite("BUF", "112"), _set_name("hidden (SWITCH_HIDDEN)", v.ll_hidden_sizes),
+            v.cite("LAUNCH", "113-135", "SWITCH_HIDDEN"), v.cite("BUF", "1530", "low_latency_dispatch"),
+            v.cite("BUF", "1526", "low_latency_dispatch"), v.cite("LLK", "506", "dispatch workspace"),
+            v.cite("CFG", "148, 155", "LowLatencyLayout"))
+
+
+def _ll_limit_rows(v: Version, texts: tuple[str, ...], topk: int, experts: int, ranks: int, hidden: int,
+                   fp8: bool, tokens: int, hint: int) -> list[_LimitRow]:
+    """Every low-latency limit, in report order (``texts``: :func:`_ll_limit_texts` of ``v``)."""
+    src_topk, src_experts, src_int4, hidden_name, src_hidden, src_fp8, src_tma, src_workspace, src_product = texts
+    rows: list[_LimitRow] = [
+        ("num_topk", topk, "<=", v.ll_num_max_topk, True, src_topk, "host"),
+        ("num_experts % num_ranks", experts % ranks, "==", 0, True, src_experts, "host"),
+    ]
+    if v.int4_count_check:
+        rows.append((_LL_INT4_LIMIT, hint // INT4_BYTES, "<", INT32_MAX, _passes_int4_check(hint), src_int4, "host"))
+    rows.append(_in_row(hidden_name, hidden, v.ll_hidden_sizes, src_hidden, "host"))
+    if fp8 and v.ll_fp8_hidden_512:
+        rows.append(("hidden % 512 (FP8 dispatch)", hidden % 512, "==", 0, hidden % 512 == 0, src_fp8, "host"))
+    tma = ranks * tokens
+    workspace = experts * INT_BYTES * 2
+    product = experts * tokens
+    rows += [
+        ("num_ranks x num_max_dispatch_tokens_per_rank % 4 (TMA)", tma % 4, "==", 0, tma % 4 == 0, src_tma, "host"),
+        ("num_experts x 2 ints (workspace)", workspace, "<=", NUM_WORKSPACE_BYTES, workspace <= NUM_WORKSPACE_BYTES,
+         src_workspace, "host"),
+        ("num_experts x num_max_dispatch_tokens_per_rank (int product in the layout)", product, "<=", INT32_MAX,
+         product <= INT32_MAX, src_product, "assumed"),
+    ]
+    return rows
 
 
 def report_low_latency(plan) -> Report:
@@ -1389,7 +1649,7 @@ def report_low_latency(plan) -> Report:
     experts = plan.num_total_experts
     layout = LowLatencyLayout(num_max_dispatch_tokens_per_rank=tokens, hidden=hidden, num_ranks=ranks,
                               num_experts=experts, variant=v.low_latency)
-    buffer = low_latency_buffer(tokens, hidden, ranks, experts, version=v.id)
+    buffer = _ll_rdma_buffer(layout, v)
     hint = buffer.num_bytes
     fp8 = plan.use_fp8_dispatch
     records = [_ll_dispatch_record(hidden, fp8 or not v.ll_bf16_dispatch, v.low_latency,
@@ -1397,34 +1657,8 @@ def report_low_latency(plan) -> Report:
                _ll_combine_record(hidden, v.low_latency)]
 
     # --- limits ---
-    limits = [
-        LimitCheck(name="num_topk", value=plan.num_topk, relation="<=", bound=v.ll_num_max_topk, ok=True,
-                   source=v.cite("LLK", "501, 1179", "kNumMaxTopK"), enforced="host"),
-        LimitCheck(name="num_experts % num_ranks", value=experts % ranks, relation="==", bound=0, ok=True,
-                   source=v.cite("BUF", "1483", "low_latency_dispatch"), enforced="host"),
-    ]
-    if v.int4_count_check:
-        limits.append(LimitCheck(
-            name="num_rdma_bytes / sizeof(int4) (hint <= 2^35 - 128 B, the 32 GiB ceiling)",
-            value=hint // INT4_BYTES, relation="<", bound=INT32_MAX, ok=_passes_int4_check(hint),
-            source=v.cite("BUF", "112"), enforced="host"))
-    limits.append(_in("hidden (SWITCH_HIDDEN)", hidden, v.ll_hidden_sizes,
-                      v.cite("LAUNCH", "113-135", "SWITCH_HIDDEN"), "host"))
-    if fp8 and v.ll_fp8_hidden_512:
-        limits.append(LimitCheck(name="hidden % 512 (FP8 dispatch)", value=hidden % 512, relation="==", bound=0,
-                                 ok=hidden % 512 == 0, source=v.cite("BUF", "1530", "low_latency_dispatch"),
-                                 enforced="host"))
-    tma = ranks * tokens
-    limits += [
-        LimitCheck(name="num_ranks x num_max_dispatch_tokens_per_rank % 4 (TMA)", value=tma % 4, relation="==",
-                   bound=0, ok=tma % 4 == 0, source=v.cite("BUF", "1526", "low_latency_dispatch"), enforced="host"),
-        LimitCheck(name="num_experts x 2 ints (workspace)", value=experts * INT_BYTES * 2, relation="<=",
-                   bound=NUM_WORKSPACE_BYTES, ok=experts * INT_BYTES * 2 <= NUM_WORKSPACE_BYTES,
-                   source=v.cite("LLK", "506", "dispatch workspace"), enforced="host"),
-        LimitCheck(name="num_experts x num_max_dispatch_tokens_per_rank (int product in the layout)",
-                   value=experts * tokens, relation="<=", bound=INT32_MAX, ok=experts * tokens <= INT32_MAX,
-                   source=v.cite("CFG", "148, 155", "LowLatencyLayout"), enforced="assumed"),
-    ]
+    limits = _limit_checks(_ll_limit_rows(v, _ll_limit_texts(v.id), plan.num_topk, experts, ranks, hidden, fp8,
+                                          tokens, hint))
 
     # --- findings ---
     needed = buffer.num_bytes_needed
@@ -1515,3 +1749,61 @@ def report_low_latency(plan) -> Report:
         findings=tuple(findings),
         limits=tuple(limits),
     )
+
+
+@lru_cache(maxsize=4096)
+def _ll_static(version: str | None, hidden: int, ranks: int, routed: int, redundant: int,
+               topk: int) -> tuple | None:
+    """The token-independent part of :func:`summarize_low_latency`: ``(version, experts,
+    num_bytes_per_dispatch_msg, num_bytes_per_combine_msg, signaling_buffer_bytes_aligned,
+    limit texts)``, or ``None`` when the report rejects the plan whatever its token count:
+    :func:`_low_latency_problems` at ``T = 0`` (where the layout's size asserts hold) and,
+    where the report asks :func:`max_low_latency_tokens` for the ceiling, that function's
+    check of the layout at one token."""
+    try:
+        v = get_version(version)
+    except InvalidArgumentError:
+        return None
+    experts = routed + redundant
+    if _low_latency_problems(v, hidden, ranks, experts, routed, redundant, topk, 0):
+        return None
+    if v.int4_count_check and _low_latency_problems(v, hidden, ranks, experts, routed, redundant, topk, 1):
+        return None
+    return (v, experts) + _ll_slots(hidden, ranks, experts, v.low_latency) + (_ll_limit_texts(v.id),)
+
+
+_SIZE = itemgetter(2)
+
+
+def summarize_low_latency(plan) -> Summary:
+    """``summary_of(report_low_latency(plan))`` without building the report: the token-
+    independent parts are cached (:func:`_ll_static`); per call, the layout's span rows and
+    rounding row (the regions of the RDMA buffer) and the limit rows, as integers.
+
+    Relies on ``plan`` holding a valid token count (``Plan`` checks 1..INT_MAX).
+
+    Raises:
+        InvalidArgumentError: as :func:`report_low_latency`.
+    """
+    try:
+        static = _ll_static(plan.deepep_version, plan.hidden, plan.num_ranks, plan.num_experts,
+                            plan.num_redundant_experts, plan.num_topk)
+    except TypeError:  # an unhashable deepep_version: rejected below
+        static = None
+    if static is not None:
+        v, experts, dispatch_msg, combine_msg, signaling, texts = static
+        tokens = plan.num_max_tokens_per_rank
+        send, recv, rows = _ll_span_rows_for(tokens, experts, dispatch_msg, combine_msg, signaling, v.low_latency)
+        # The layout's size asserts, the only check that involves the token count.
+        if _is_int4_multiple(send) and _is_int4_multiple(recv):
+            rows.append(_ll_rounding_row(rows))
+            _, total, block = rows[-1]
+            hint = total + block
+            broken = tuple([row[0] for row in _ll_limit_rows(v, texts, plan.num_topk, experts, plan.num_ranks,
+                                                             plan.hidden, plan.use_fp8_dispatch, tokens, hint)
+                            if not row[4]])
+            # One buffer; its binding region is the first largest, as Buffer.binding_region picks it.
+            return Summary(num_bytes=hint, num_bytes_needed=align(total, NUM_BUFFER_ALIGNMENT_BYTES),
+                           binding=max(rows, key=_SIZE)[0], broken=broken)
+    # A rejected plan: the report raises its error (from its checks or its ceiling search).
+    return summary_of(report_low_latency(plan))
