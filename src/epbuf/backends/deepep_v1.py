@@ -1081,8 +1081,11 @@ def max_low_latency_tokens(hidden: int, num_ranks: int, num_experts: int, *, ver
               f"{v.id} has no upper bound on num_rdma_bytes (Buffer checks num_rdma_bytes / 16 < INT_MAX "
               "only from 4623c67, i.e. in main); pass a budget")
     c.raise_if_any()
-    # One token validates the arguments; send/recv bytes are T times their one-token value,
-    # so their multiple-of-16 asserts hold for every T iff they hold for T = 1.
+    # One token validates the arguments. Send/recv bytes are T times their one-token value,
+    # so when their multiple-of-16 asserts hold for T = 1 they hold for every T (the search
+    # below then needs no alignment check). The converse fails: with a message size that is
+    # not a multiple of 16 (only for hidden sizes the kernels do not support) some larger T
+    # still pass; this function rejects such shapes rather than search a non-monotone set.
     LowLatencyLayout(num_max_dispatch_tokens_per_rank=1, hidden=hidden, num_ranks=num_ranks,
                      num_experts=num_experts, variant=v.low_latency)
     return _ll_max_tokens(v.id, hidden, num_ranks, num_experts, budget)
@@ -1697,8 +1700,11 @@ def report_low_latency(plan) -> Report:
             severity="info", code="deepep-ll.logfmt-space",
             message=f"combine slots reserve {layout.num_scales * BF162_BYTES} B of LogFMT min/max per message "
                     "even when LogFMT is off", data={"num_bytes": layout.num_scales * BF162_BYTES}))
-    if v.int4_count_check:
-        best = max_low_latency_tokens(hidden, ranks, experts, version=v.id)
+    try:
+        best = max_low_latency_tokens(hidden, ranks, experts, version=v.id) if v.int4_count_check else None
+    except InvalidArgumentError:  # a shape one token cannot have, though this token count can
+        best = None
+    if best is not None:
         findings.append(Finding(
             severity="info", code="deepep-ll.max-tokens",
             message=f"the largest num_max_dispatch_tokens_per_rank whose hint Buffer accepts here is "
@@ -1730,9 +1736,8 @@ def report_low_latency(plan) -> Report:
     if v.int4_count_check:
         quantities.append(Quantity(name="max_num_rdma_bytes", value=MAX_NUM_BYTES_INT4_CHECK, unit="B",
                                    source=v.cite("BUF", "112")))
-        quantities.append(Quantity(name="max_num_max_dispatch_tokens_per_rank",
-                                   value=next(f.data["max_tokens"] for f in findings
-                                              if f.code == "deepep-ll.max-tokens")))
+    if best is not None:
+        quantities.append(Quantity(name="max_num_max_dispatch_tokens_per_rank", value=best))
     inputs = {
         "deepep_version": v.id, "num_max_dispatch_tokens_per_rank": tokens, "hidden": hidden, "num_ranks": ranks,
         "num_experts": experts, "num_routed_experts": plan.num_experts,
@@ -1756,18 +1761,14 @@ def _ll_static(version: str | None, hidden: int, ranks: int, routed: int, redund
                topk: int) -> tuple | None:
     """The token-independent part of :func:`summarize_low_latency`: ``(version, experts,
     num_bytes_per_dispatch_msg, num_bytes_per_combine_msg, signaling_buffer_bytes_aligned,
-    limit texts)``, or ``None`` when the report rejects the plan whatever its token count:
-    :func:`_low_latency_problems` at ``T = 0`` (where the layout's size asserts hold) and,
-    where the report asks :func:`max_low_latency_tokens` for the ceiling, that function's
-    check of the layout at one token."""
+    limit texts)``, or ``None`` when the report rejects the plan whatever its token count
+    (:func:`_low_latency_problems` at ``T = 0``, where the layout's size asserts hold)."""
     try:
         v = get_version(version)
     except InvalidArgumentError:
         return None
     experts = routed + redundant
     if _low_latency_problems(v, hidden, ranks, experts, routed, redundant, topk, 0):
-        return None
-    if v.int4_count_check and _low_latency_problems(v, hidden, ranks, experts, routed, redundant, topk, 1):
         return None
     return (v, experts) + _ll_slots(hidden, ranks, experts, v.low_latency) + (_ll_limit_texts(v.id),)
 
