@@ -192,7 +192,7 @@ def test_real_dispatch_record_and_need():
         assert r.record("dispatch").num_bytes == record
         assert r.quantity("real_dispatch_num_bytes") == dispatch
         assert r.buffer("EP buffer").num_bytes_needed == 471_859_200
-        finding = next(f for f in r.findings if f.code == "deepep_v2.hint-sf-approximation")
+        finding = next(f for f in r.findings if f.code == "deepep-v2.hint-sf-approximation")
         assert finding.severity == "info"
         assert finding.data["num_bytes_over_reserved"] == 268_435_456 - dispatch
 
@@ -387,7 +387,7 @@ NOTIFY = "num_scaleup_ranks + num_experts_per_rank (hybrid notify threads)"
 def test_kernel_limits_are_error_findings(kwargs, limits):
     r = v2.report(plan(**kwargs))
     assert [lim.name for lim in r.failed_limits()] == limits
-    findings = [f for f in r.findings if f.code == "deepep_v2.kernel-limit"]
+    findings = [f for f in r.findings if f.code == "deepep-v2.kernel-limit"]
     assert [f.data["limit"] for f in findings] == limits
     assert all(f.severity == "error" for f in findings)
     assert all(lim.enforced == "kernel" for lim in r.failed_limits())

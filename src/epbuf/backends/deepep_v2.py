@@ -1415,7 +1415,7 @@ def report(plan) -> Report:
     findings: list[Finding] = []
     if hint_packs != real_packs:
         findings.append(Finding(
-            severity="info", code="deepep_v2.hint-sf-approximation",
+            severity="info", code="deepep-v2.hint-sf-approximation",
             message=(f"the hint reserves ceil(hidden/32) = {hint_packs} SF packs per token; a real FP8 dispatch "
                      f"sends ceil(hidden/128) = {real_packs} (fp32 per 128 elements or UE8M0 per 32 packed by four), "
                      f"so the dispatch phase reserves "
@@ -1425,14 +1425,14 @@ def report(plan) -> Report:
         ))
     if buffer.num_bytes_needed > buffer.num_bytes:
         findings.append(Finding(
-            severity="error", code="deepep_v2.hint-too-small",
+            severity="error", code="deepep-v2.hint-too-small",
             message=(f"a real run needs {format_int(buffer.num_bytes_needed)} B but the hint allocates "
                      f"{format_int(buffer.num_bytes)} B; dispatch/combine fail their size check ({src.buffer_checks})"),
             data={"num_bytes_needed": buffer.num_bytes_needed, "num_bytes_hint": buffer.num_bytes},
         ))
     limits = _limits(shape, tokens, buffer.num_bytes)
     findings.extend(
-        Finding(severity="error", code="deepep_v2.kernel-limit",
+        Finding(severity="error", code="deepep-v2.kernel-limit",
                 message=(f"{lim.name} = {format_int(lim.value)} breaks {lim.relation} {format_int(lim.bound)} "
                          f"({lim.source}); the kernels will not compile or run for this plan"),
                 data={"limit": lim.name, "value": lim.value, "bound": lim.bound})
