@@ -560,7 +560,7 @@ class _Subcommands:
         return _Absorb()
 
 
-COMMANDS = ("hint", "layout", "compare", "fit", "sweep", "models", "devices", "versions")
+COMMANDS = ("hint", "layout", "compare", "fit", "sweep", "models", "devices", "versions", "engine")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -584,6 +584,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     _add_models(sub)
     _add_devices(sub)
     _add_versions(sub)
+    from .engines.cli import add_parser as _add_engine
+
+    _add_engine(sub)
     return parser
 
 

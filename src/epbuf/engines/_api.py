@@ -1,0 +1,157 @@
+"""The engine registry's API: :class:`EngineSpec`, :func:`get_engine`, :func:`report`
+(re-exported by :mod:`epbuf.engines`)."""
+
+from __future__ import annotations
+
+from .._record import Record
+from ..errors import Checker, UnknownNameError
+from . import ENGINES
+
+__all__ = ["EngineSpec", "get_engine", "report"]
+
+
+class EngineSpec(Record):
+    """One engine: its knobs, versions and recipe.
+
+    Attributes:
+        name: registry name.
+        title: display name.
+        knobs: :class:`~epbuf.engines._common.Knob` table (flags and environment variables).
+        versions: version id -> what it is (first one listed in ``--help``).
+        default_version: the version used when none is given (the newest).
+        recipe: ``recipe(EngineContext) -> EngineReport``.
+        aliases: shared option -> the engine's own spellings (``"hidden": ("--hidden-size",)``).
+        gpu: ``True`` for DeepEP-based engines (``--deepep-version`` applies).
+        load_help: what ``--max-tokens-under-load`` means for this engine.
+        ranks_help: how the engine's EP size is derived.
+    """
+
+    name: str
+    title: str
+    knobs: tuple
+    versions: dict
+    default_version: str
+    recipe: object
+    aliases: dict
+    gpu: bool = True
+    load_help: str = ""
+    ranks_help: str = ""
+
+
+def get_engine(name: str) -> EngineSpec:
+    """The :class:`EngineSpec` of ``name`` (imports its module).
+
+    Raises:
+        UnknownNameError: a name not in :data:`ENGINES`.
+    """
+    try:
+        module_name, attribute, _ = ENGINES[name]
+    except KeyError:
+        raise UnknownNameError(f"engine = {name!r}: unknown; choose one of {', '.join(ENGINES)}") from None
+    import importlib
+
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+# The shape used when neither --model nor explicit values are given.
+_DEFAULT_MODEL = "deepseek-v3"
+
+
+def report(engine: str, *, model: object = None, hidden: int | None = None, num_topk: int | None = None,
+           num_experts: int | None = None, num_shared_experts: int | None = None, num_ranks: int | None = None,
+           num_nodes: int | None = None, num_ranks_per_node: int | None = None, flags: dict | None = None,
+           env: dict | None = None, version: str | None = None, deepep_version: str | None = None,
+           max_tokens_under_load: int | None = None, budget: int | None = None,
+           device: object = None):
+    """Size what ``engine`` allocates per device with these flags and environment.
+
+    Args:
+        engine: a name of :data:`ENGINES`.
+        model: a :class:`~epbuf.models.ModelSpec` or preset name for hidden / top-k / experts
+            (``None``: DeepSeek-V3 unless all three are given).
+        hidden, num_topk, num_experts, num_shared_experts: explicit shape (override the model).
+        num_ranks: expert-parallel size (engines that derive it from their own flags check
+            that both agree).
+        num_nodes, num_ranks_per_node: topology (default: ``min(ranks, 8)`` per node).
+        flags: the engine's flags, name -> value (``{"--max-num-batched-tokens": 2048}``).
+        env: the engine's environment variables, name -> value as text.
+        version: engine version id (``None``: the newest).
+        deepep_version: DeepEP formula generation for GPU engines (``None``: newest).
+        max_tokens_under_load: the most tokens one rank dispatches in one call under the load
+            the user plans for (enables the ``load`` recommendations and findings).
+        budget: bytes per device the buffers may take (enables ``budget`` recommendations).
+        device: a device preset name, a :class:`~epbuf.devices.DeviceSpec` or ``(name, bytes)``.
+
+    Raises:
+        UnknownNameError: unknown engine, model or device.
+        InvalidArgumentError: malformed or out-of-range values; configurations the engine
+            itself refuses to start with.
+    """
+    from ._common import EngineContext, EngineProblem, resolve_settings
+
+    spec = get_engine(engine)
+    c = Checker()
+    if version is None:
+        version = spec.default_version
+    elif version not in spec.versions:
+        c.problems.append(EngineProblem("--engine-version", version,
+                                        f"{engine} versions: {', '.join(spec.versions)}"))
+    for name, value, lo in (("hidden", hidden, 1), ("num_topk", num_topk, 0), ("num_experts", num_experts, 1),
+                            ("num_shared_experts", num_shared_experts, 0), ("num_ranks", num_ranks, 1),
+                            ("num_nodes", num_nodes, 1), ("num_ranks_per_node", num_ranks_per_node, 1),
+                            ("max_tokens_under_load", max_tokens_under_load, 1), ("budget", budget, 0)):
+        if value is not None:
+            c.int_range(name, value, lo, None)
+    if not spec.gpu and deepep_version is not None:
+        c.problems.append(EngineProblem("--deepep-version", deepep_version,
+                                        f"engine {engine} does not use DeepEP (Ascend HCCL windows)"))
+    c.raise_if_any()
+
+    spec_model, base = _shape(model, hidden, num_topk, num_experts, num_shared_experts)
+    device_name, device_bytes = _device(device)
+    settings = resolve_settings(spec.knobs, flags, env, engine)
+    ctx = EngineContext(
+        engine=engine, version=version, hidden=base["hidden"].value, num_topk=base["num_topk"].value,
+        num_experts=base["num_experts"].value, num_shared_experts=base["num_shared_experts"].value,
+        model=spec_model, num_ranks=num_ranks, num_nodes=num_nodes, num_ranks_per_node=num_ranks_per_node,
+        settings=settings, deepep_version=deepep_version,
+        base_settings=tuple(v for k, v in base.items() if k != "num_shared_experts" or v.value or v.source == "flag"),
+        load=max_tokens_under_load, budget=budget, device_name=device_name, device_num_bytes=device_bytes,
+    )
+    return spec.recipe(ctx)
+
+
+def _shape(model: object, hidden, num_topk, num_experts, num_shared) -> tuple[str, dict]:
+    from ..models import ModelSpec, get_model
+    from ._common import Setting
+
+    explicit = {"hidden": hidden, "num_topk": num_topk, "num_experts": num_experts, "num_shared_experts": num_shared}
+    spec = model if isinstance(model, ModelSpec) else get_model(model) if model is not None else None
+    note = ""
+    if spec is None and any(v is None for k, v in explicit.items() if k != "num_shared_experts"):
+        spec = get_model(_DEFAULT_MODEL)
+        note = f"epbuf's default model {spec.title}"
+    label = (spec.title or spec.name) if spec is not None else ""
+    fields = {"hidden": "hidden", "num_topk": "num_topk", "num_experts": "num_experts",
+              "num_shared_experts": "num_shared_experts"}
+    out: dict = {}
+    for key, attr in fields.items():
+        if explicit[key] is not None:
+            out[key] = Setting(name=key, value=explicit[key], source="flag")
+        elif spec is not None:
+            out[key] = Setting(name=key, value=getattr(spec, attr), source="default" if note else "model",
+                               note=note or label)
+        else:
+            out[key] = Setting(name=key, value=0, source="default", note="")
+    return label if not note else "", out
+
+
+def _device(device: object) -> tuple[str, int | None]:
+    if device is None:
+        return "", None
+    if isinstance(device, tuple):
+        return str(device[0]), int(device[1])
+    from ..devices import DeviceSpec, get_device
+
+    spec = device if isinstance(device, DeviceSpec) else get_device(str(device))
+    return spec.title, spec.num_bytes

@@ -1,0 +1,205 @@
+"""Megatron-LM's DeepEP buffer: the flex token dispatcher with ``--moe-flex-dispatcher-backend deepep``.
+
+Upstream ``NVIDIA/Megatron-LM @d98e8a64ddf3`` (2026-08-22):
+
+* ``megatron/core/transformer/moe/fused_a2a.py`` ``get_hidden_bytes(x)`` (l.24-33):
+  ``x.size(1) * max(x.element_size(), 2)`` — FP8 activations count as 2 bytes.
+* ``get_buffer(group, hidden_bytes)`` (l.36-69): for ``config in
+  (Buffer.get_dispatch_config(group.size()), Buffer.get_combine_config(group.size()))``
+  ``num_nvl_bytes = max(config.get_nvl_buffer_size_hint(hidden_bytes, group.size()), ...)`` and
+  the same for RDMA; ``Buffer(group, num_nvl_bytes, num_rdma_bytes)`` (DeepEP defaults: normal
+  mode, ``num_qps_per_rank = 24``) is (re)allocated only when none exists, the group changed,
+  or the existing one is smaller — the buffer grows, it never shrinks.
+* ``set_deepep_num_sms`` (l.261-263) -> ``Buffer.set_num_sms``; ``_DeepepManager.__init__``
+  (``token_dispatcher.py:1287-1292``) passes ``moe_flex_dispatcher_num_sms`` or 20.
+* ``MoEFlexTokenDispatcher.__init__`` (``token_dispatcher.py:1835-1842``): the group is
+  ``tp_ep_group`` (expert TP x EP ranks) and ``assert self.tp_size * self.ep_size > 1``;
+  ``expert_tensor_parallel_size`` defaults to ``tensor_model_parallel_size``
+  (``megatron/training/arguments.py:587-588``).
+
+DeepEP's hints are :mod:`epbuf.backends.deepep_v1` (``Config.get_nvl_buffer_size_hint`` ...).
+"""
+
+from __future__ import annotations
+
+from ..errors import InvalidArgumentError
+from ..report import Finding, Quantity, Region, Report
+from ..units import format_bytes, format_int
+from . import _deepep
+from ._common import (EngineContext, EngineProblem, EngineReport, Knob, Recommendation, Setting, largest_true,
+                      limit_findings, max_buffer, topology)
+
+REPO = "NVIDIA/Megatron-LM"
+COMMIT = "d98e8a64ddf3"
+FUSED = f"megatron/core/transformer/moe/fused_a2a.py @{COMMIT}"
+DISPATCHER = f"megatron/core/transformer/moe/token_dispatcher.py @{COMMIT}"
+CONFIG = f"megatron/core/transformer/transformer_config.py @{COMMIT}"
+DEFAULT_NUM_SMS = 20  # "None -> 20 (DeepEP's historical mcore default)", DISPATCHER:1287
+#: The search bound of the num_sms recommendation (an even SM count; the GPU's own count caps it further).
+MAX_SEARCH_NUM_SMS = 256
+
+VERSIONS = {"main": f"Megatron-LM @{COMMIT} (2026-08-22): fused_a2a.get_buffer"}
+
+KNOBS = (
+    Knob(name="--moe-token-dispatcher-type", kind="choice", default="flex", choices=("flex", "alltoall", "allgather"),
+         default_note="epbuf's default: only the flex dispatcher allocates a DeepEP buffer", source=f"{REPO} {CONFIG}",
+         help="MoE token dispatcher"),
+    Knob(name="--moe-flex-dispatcher-backend", kind="choice", default="deepep", choices=("deepep", "hybridep", "ncclep"),
+         source=f"{REPO} {CONFIG}", help="flex dispatcher backend"),
+    Knob(name="--moe-flex-dispatcher-num-sms", kind="int", lo=2, source=f"{REPO} {CONFIG}:964",
+         help="SMs for DeepEP (even; default 20)"),
+    Knob(name="--moe-deepep-num-sms", kind="int", lo=2, source=f"{REPO} {CONFIG}:970",
+         help="deprecated spelling of --moe-flex-dispatcher-num-sms"),
+    Knob(name="--tensor-model-parallel-size", kind="int", lo=1, default=1, source=f"{REPO} {CONFIG}",
+         help="TP size (the default expert TP size)"),
+    Knob(name="--expert-tensor-parallel-size", kind="int", lo=1, source=f"{REPO} megatron/training/arguments.py:587",
+         help="expert TP size (default: --tensor-model-parallel-size)"),
+    Knob(name="--expert-model-parallel-size", kind="int", lo=1, source=f"{REPO} {CONFIG}",
+         help="EP size; the DeepEP group is expert TP x EP"),
+)
+
+
+def _num_sms(ctx: EngineContext) -> tuple[int, Setting]:
+    flex, old = ctx.setting("--moe-flex-dispatcher-num-sms"), ctx.setting("--moe-deepep-num-sms")
+    if flex.value is not None and old.value is not None and flex.value != old.value:
+        raise InvalidArgumentError([EngineProblem(
+            "--moe-deepep-num-sms", old.value,
+            f"conflicts with --moe-flex-dispatcher-num-sms = {flex.value} (TransformerConfig.__post_init__ raises "
+            "ValueError); give one")])
+    value, note = DEFAULT_NUM_SMS, "None -> 20 (_DeepepManager.__init__)"
+    if flex.value is not None:
+        value, note = flex.value, "--moe-flex-dispatcher-num-sms"
+    elif old.value is not None:
+        value, note = old.value, "--moe-deepep-num-sms (deprecated, routed to --moe-flex-dispatcher-num-sms)"
+    if value % 2:
+        raise InvalidArgumentError([EngineProblem(note.split(" ")[0] if note.startswith("--") else
+                                                  "--moe-flex-dispatcher-num-sms", value,
+                                                  "must be even: DeepEP's Buffer.set_num_sms asserts num_sms % 2 == 0")])
+    return value, Setting(name="num_sms", value=value, source="derived", note=note)
+
+
+def _group(ctx: EngineContext) -> tuple[int, Setting]:
+    tp = ctx.value("--tensor-model-parallel-size")
+    etp_setting = ctx.setting("--expert-tensor-parallel-size")
+    etp = etp_setting.value if etp_setting.value is not None else tp
+    ep = ctx.value("--expert-model-parallel-size")
+    if ep is not None:
+        size = etp * ep
+        if ctx.num_ranks is not None and ctx.num_ranks != size:
+            raise InvalidArgumentError([EngineProblem(
+                "--ranks", ctx.num_ranks, f"the DeepEP group is expert TP x EP = {etp} x {ep} = {size}; "
+                                          "drop one or make them agree")])
+        return size, Setting(name="DeepEP group size (tp_ep)", value=size, source="derived",
+                             note=f"expert TP {etp} x EP {ep}")
+    if ctx.num_ranks is not None:
+        return ctx.num_ranks, Setting(name="DeepEP group size (tp_ep)", value=ctx.num_ranks, source="flag",
+                                      note="--ranks")
+    return 8, Setting(name="DeepEP group size (tp_ep)", value=8, source="default",
+                      note="epbuf's default (pass --expert-model-parallel-size)")
+
+
+def recipe(ctx: EngineContext) -> EngineReport:
+    """NVL and RDMA buffers of ``fused_a2a.get_buffer`` for the group and hidden size: the max of
+    DeepEP's hints over the default dispatch and combine configs at ``num_sms``.
+
+    Raises:
+        InvalidArgumentError: what Megatron-LM or DeepEP refuse (a group of one rank, odd
+            ``num_sms``, EP sizes without a DeepEP config, conflicting flags).
+    """
+    from ..backends import deepep_v1
+
+    if ctx.value("--moe-token-dispatcher-type") != "flex" or ctx.value("--moe-flex-dispatcher-backend") != "deepep":
+        raise InvalidArgumentError([EngineProblem(
+            "--moe-flex-dispatcher-backend", ctx.value("--moe-flex-dispatcher-backend"),
+            "epbuf models --moe-token-dispatcher-type flex with --moe-flex-dispatcher-backend deepep (hybridep and "
+            "ncclep size their buffers inside DeepEP's hybrid-ep branch / TransformerEngine)")])
+    num_ranks, group_setting = _group(ctx)
+    if num_ranks < 2:
+        raise InvalidArgumentError([EngineProblem("--expert-model-parallel-size", num_ranks,
+                                                  f"DeepEP dispatcher requires TPxEP > 1 ({DISPATCHER}:1836)")])
+    _deepep.check_ranks(num_ranks, "--expert-model-parallel-size")
+    per_node, num_nodes = topology(ctx, num_ranks)
+    num_sms, sms_setting = _num_sms(ctx)
+    version = deepep_v1.get_version(ctx.deepep_version)
+    hidden_bytes = deepep_v1.get_hidden_bytes(ctx.hidden, True)  # hidden x max(element size, 2), FP8 or BF16
+
+    def hints(sms: int) -> tuple[list[Region], list[Region]]:
+        nvl, rdma = [], []
+        for kind, get in (("dispatch", deepep_v1.get_dispatch_config), ("combine", deepep_v1.get_combine_config)):
+            cfg = get(num_ranks, sms, version=version.id)
+            for regions, fn, what in ((nvl, cfg.get_nvl_buffer_size_hint, "get_nvl_buffer_size_hint"),
+                                      (rdma, cfg.get_rdma_buffer_size_hint, "get_rdma_buffer_size_hint")):
+                n = fn(hidden_bytes, num_ranks, version=version.id)
+                regions.append(Region(name=f"{kind} config", num_bytes=n, num_bytes_used=n,
+                                      formula=f"Config{cfg.as_tuple()}.{what}({format_int(hidden_bytes)}, {num_ranks})",
+                                      source=f"DeepEP {deepep_v1.CFG} @{version.short}"))
+        return nvl, rdma
+
+    def total(sms: int) -> int:
+        nvl, rdma = hints(sms)
+        return max(r.num_bytes for r in nvl) + max(r.num_bytes for r in rdma)
+
+    nvl_regions, rdma_regions = hints(num_sms)
+    src = f"{REPO} {FUSED}:36-69 get_buffer"
+    buffers = [max_buffer("NVL buffer", nvl_regions, src)]
+    if max(r.num_bytes for r in rdma_regions):
+        buffers.append(max_buffer("RDMA buffer", rdma_regions, src))
+    nvl_bytes = buffers[0].num_bytes
+    rdma_bytes = buffers[1].num_bytes if len(buffers) > 1 else 0
+    limits = _deepep.constructor_limits(nvl_bytes, rdma_bytes, num_ranks, False)
+    findings = limit_findings("megatron", limits)
+    findings += [
+        Finding(severity="info", code="megatron.hidden-bytes",
+                message=f"hidden_bytes = hidden x max(element size, 2) = {format_int(hidden_bytes)} "
+                        f"({FUSED}:24-33): FP8 and BF16 activations size the same buffers", data={}),
+        Finding(severity="info", code="megatron.grow-only",
+                message="get_buffer reallocates only when a call needs more; with MoE layers of different hidden "
+                        "sizes the largest one sizes the buffer", data={}),
+        Finding(severity="info", code="megatron.token-independent",
+                message="the buffers do not depend on the token count (per-channel rings of chunked tokens); "
+                        "--moe-flex-dispatcher-num-sms is the knob that sizes them", data={}),
+    ]
+    findings += _deepep.budget_findings("megatron", ctx, nvl_bytes + rdma_bytes)
+    recs = []
+    if ctx.budget is not None:
+        best = largest_true(1, MAX_SEARCH_NUM_SMS // 2, lambda half: total(2 * half) <= ctx.budget)
+        value = 2 * best if best is not None else None
+        recs.append(Recommendation(
+            setting="--moe-flex-dispatcher-num-sms", value=value, goal="budget",
+            num_bytes=total(value) if value is not None else None,
+            message=(f"the largest even num_sms (up to {MAX_SEARCH_NUM_SMS}; your GPU's SM count caps it) whose NVL + "
+                     f"RDMA buffers fit --budget {format_bytes(ctx.budget)}") if value is not None else
+                    f"even num_sms = 2 takes {format_bytes(total(2))}, above --budget {format_bytes(ctx.budget)}"))
+    if ctx.load is not None:
+        findings.append(Finding(severity="info", code="megatron.load-unused",
+                                message="--max-tokens-under-load does not change Megatron's DeepEP buffers", data={}))
+    settings = [*ctx.base_settings, group_setting, sms_setting,
+                Setting(name="nodes x GPUs per node", value=f"{num_nodes} x {per_node}", source="derived"),
+                Setting(name="hidden_bytes", value=hidden_bytes, source="derived", note="hidden x max(element size, 2)")]
+    settings += [st for st in ctx.settings.values() if st.value is not None]
+    rep = Report(
+        backend="megatron/deepep", title=f"Megatron-LM flex dispatcher (deepep): fused_a2a.get_buffer",
+        upstream=f"{REPO} {FUSED}; DeepEP @{version.short}",
+        inputs={"hidden": ctx.hidden, "hidden_bytes": hidden_bytes, "num_ranks": num_ranks, "num_nodes": num_nodes,
+                "num_sms": num_sms, "deepep_version": version.id},
+        buffers=tuple(buffers),
+        quantities=(Quantity(name="num_qps_per_rank", value=24, source="DeepEP Buffer default"),
+                    Quantity(name="num_nvl_bytes", value=nvl_bytes, unit="B"),
+                    Quantity(name="num_rdma_bytes", value=rdma_bytes, unit="B")),
+        findings=tuple(findings), limits=tuple(limits))
+    return EngineReport(engine="megatron", version=ctx.version, version_note=VERSIONS[ctx.version], title=rep.title,
+                        settings=tuple(settings), report=rep, recommendations=tuple(recs),
+                        device_name=ctx.device_name, device_num_bytes=ctx.device_num_bytes, budget=ctx.budget)
+
+
+def _engine():
+    from ._api import EngineSpec
+
+    return EngineSpec(
+        name="megatron", title="Megatron-LM", knobs=KNOBS, versions=VERSIONS, default_version="main", recipe=recipe,
+        aliases={"hidden": ("--hidden-size",), "num_topk": ("--moe-router-topk",), "num_experts": ("--num-experts",)},
+        gpu=True, load_help="not used (the normal-mode buffers do not depend on tokens)",
+        ranks_help="DeepEP group = --expert-tensor-parallel-size x --expert-model-parallel-size")
+
+
+ENGINE = _engine()
