@@ -14,6 +14,7 @@ layout functions as the full report, cached per record shape).
 from __future__ import annotations
 
 import itertools
+import operator
 
 from ._record import Record
 from .errors import EpbufError
@@ -56,22 +57,24 @@ def sweep(base: Plan, axes: dict[str, list], backends: list[str] | tuple[str, ..
             base.replace(**{name: value})  # raises InvalidArgumentError naming the option and value
     template = base.as_dict()
     values = [list(axes[name]) for name in names]
+    axis_values = operator.itemgetter(*AXES)
+    new = Plan.__new__
     rows = []
     for backend in backends:
         fn = summarizer(backend)
         for combo in itertools.product(*values):
-            fields = dict(template)
+            # Plan._trusted, inlined: this loop runs once per configuration
+            plan = new(Plan)
+            fields = plan.__dict__
+            fields.update(template)
             fields.update(zip(names, combo))
-            plan = Plan._trusted(fields)
             try:
                 s = fn(plan)
-                rows.append((backend, fields["hidden"], fields["num_topk"], fields["num_experts"], fields["num_ranks"],
-                             fields["num_max_tokens_per_rank"], fields["use_fp8_dispatch"], s.num_bytes,
-                             s.num_bytes_needed, s.binding, ";".join(s.broken), ""))
             except EpbufError as error:
-                rows.append((backend, fields["hidden"], fields["num_topk"], fields["num_experts"], fields["num_ranks"],
-                             fields["num_max_tokens_per_rank"], fields["use_fp8_dispatch"], None, None, "", "",
-                             str(error)))
+                rows.append((backend,) + axis_values(fields) + (None, None, "", "", str(error)))
+            else:
+                rows.append((backend,) + axis_values(fields)
+                            + (s.num_bytes, s.num_bytes_needed, s.binding, ";".join(s.broken), ""))
     varying = tuple(["backend"] if len(backends) > 1 else []) + tuple(n for n in names if len(axes[n]) > 1)
     return SweepResult(columns=COLUMNS, rows=rows, varying=varying)
 
