@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from epbuf.backends import deepep_v1
 from epbuf.cli import _Parser
 from epbuf.engines import ENGINES, engine_names, get_engine, report
-from epbuf.engines._common import SCHEMA, Knob, engine_report_to_dict, largest_true, parse_knob
+from epbuf._search import largest_true
+from epbuf.engines._common import SCHEMA, Knob, engine_report_to_dict, parse_knob
 from epbuf.engines.ascend import (ll_window_need, mindspeed_adaptive, normal_combine_need, normal_dispatch_need,
                                   readme_layered, readme_nonlayered, tiling_window_mib)
 from epbuf.engines.cli import add_parser

@@ -17,6 +17,7 @@ with it, experts must divide evenly), so :func:`fit_ranks` evaluates every candi
 from __future__ import annotations
 
 from ._record import Record
+from ._search import largest_true
 from .errors import EpbufError
 from .plan import Plan, report
 from .report import Report
@@ -77,19 +78,6 @@ def _broken(rep: Report | EpbufError) -> frozenset[str]:
     return frozenset(lim.name for lim in rep.failed_limits())
 
 
-def _largest(lo: int, hi: int, ok) -> int | None:
-    """Largest ``x`` in ``[lo, hi]`` with ``ok(x)``, for ``ok`` true then false; ``None`` if ``not ok(lo)``."""
-    if not ok(lo):
-        return None
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 def fit_tokens(plan: Plan, backend: str, budget: int, max_tokens: int = INT32_MAX) -> FitResult:
     """The largest ``num_max_tokens_per_rank`` whose total allocation fits ``budget`` bytes
     and breaks no upstream limit that the smallest token count keeps.
@@ -114,8 +102,8 @@ def fit_tokens(plan: Plan, backend: str, budget: int, max_tokens: int = INT32_MA
         rep = at(tokens)
         return isinstance(rep, Report) and rep.num_bytes <= budget
 
-    limit_value = _largest(1, max_tokens, within_limits)
-    budget_value = _largest(1, max_tokens, within_budget)
+    limit_value = largest_true(1, max_tokens, within_limits)
+    budget_value = largest_true(1, max_tokens, within_budget)
     value = None if limit_value is None or budget_value is None else min(limit_value, budget_value)
     nxt = value + 1 if value is not None and value < max_tokens else None
     result = _result(backend, variable, budget, at, value, nxt, limit_value, budget_value, max_tokens, constant)

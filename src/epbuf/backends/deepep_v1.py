@@ -42,6 +42,7 @@ from functools import lru_cache
 from operator import itemgetter
 
 from .._record import Record
+from .._search import largest_true
 
 from ..errors import Checker, InvalidArgumentError
 from ..report import Buffer, Field, Finding, LimitCheck, Quantity, RecordLayout, Region, Report, Summary, summary_of
@@ -1107,18 +1108,8 @@ def _ll_max_tokens(version: str, hidden: int, num_ranks: int, num_experts: int, 
             return False
         return budget is None or hint <= budget
 
-    lo, hi = 0, INT32_MAX
-    if not fits(0):
-        return 0
-    if fits(hi):
-        return hi
-    while hi - lo > 1:  # fits(lo), not fits(hi)
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    best = largest_true(0, INT32_MAX, fits)
+    return 0 if best is None else best
 
 
 # ======================================================================================

@@ -23,8 +23,6 @@ __all__ = [
     "EngineProblem",
     "parse_knob",
     "resolve_settings",
-    "largest_true",
-    "smallest_true",
     "engine_report_to_dict",
     "fixed_buffer",
     "max_buffer",
@@ -443,47 +441,6 @@ def engine_report_to_dict(rep: EngineReport) -> dict:
 
 
 # --- exact searches over monotone recipes ------------------------------------------------
-def largest_true(lo: int, hi: int, pred) -> int | None:
-    """The largest ``x`` in ``[lo, hi]`` with ``pred(x)``, for a ``pred`` that is true up to
-    some point and false after it (a monotone recipe: more tokens never need less memory).
-    ``None`` when ``pred(lo)`` is false. ``O(log(hi - lo))`` calls.
-
-    >>> largest_true(1, 10**9, lambda x: x * x <= 2 * 10**6)
-    1414
-    """
-    if lo > hi or not pred(lo):
-        return None
-    if pred(hi):
-        return hi
-    while hi - lo > 1:  # pred(lo), not pred(hi)
-        mid = (lo + hi) // 2
-        if pred(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def smallest_true(lo: int, hi: int, pred) -> int | None:
-    """The smallest ``x`` in ``[lo, hi]`` with ``pred(x)`` for a ``pred`` false up to some
-    point and true after it; ``None`` when ``pred(hi)`` is false.
-
-    >>> smallest_true(0, 10**6, lambda x: x * 7 >= 100)
-    15
-    """
-    if lo > hi or not pred(hi):
-        return None
-    if pred(lo):
-        return lo
-    while hi - lo > 1:  # not pred(lo), pred(hi)
-        mid = (lo + hi) // 2
-        if pred(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
 # --- building blocks of engine reports --------------------------------------------------
 def fixed_buffer(name: str, num_bytes: int, formula: str, source: str, *, needed: int | None = None,
                  region: str = "") -> Buffer:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from ..errors import InvalidArgumentError
 from ..report import Finding, LimitCheck
 from ..units import INT32_MAX, format_bytes, format_int
-from ._common import EngineContext, Recommendation, largest_true, limit
+from .._search import largest_true
+from ._common import (EngineContext, Recommendation, limit)
 
 DEEPEP = "deepseek-ai/DeepEP"
 CTOR = f"{DEEPEP} csrc/legacy/buffer.hpp:107-116 @dd758ca Buffer constructor"

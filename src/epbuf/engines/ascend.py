@@ -50,8 +50,11 @@ import math
 from ..errors import InvalidArgumentError
 from ..report import Buffer, Finding, LimitCheck, Quantity, Region, Report
 from ..units import GiB, MiB, align, format_bytes, format_int
-from ._common import (EngineContext, EngineProblem, EngineReport, Knob, Recommendation, Setting, largest_true, limit,
-                      limit_findings, mib_ceil, topology)
+from .._search import largest_true
+from ._common import (
+    EngineContext, EngineProblem, EngineReport, Knob, Recommendation, Setting, limit, limit_findings,
+    mib_ceil, topology,
+)
 
 # --- sgl-kernel-npu ------------------------------------------------------------------------
 SKN = "sgl-project/sgl-kernel-npu @f425bdf1"

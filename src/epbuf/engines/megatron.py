@@ -26,8 +26,11 @@ from ..errors import InvalidArgumentError
 from ..report import Finding, Quantity, Region, Report
 from ..units import format_bytes, format_int
 from . import _deepep
-from ._common import (EngineContext, EngineProblem, EngineReport, Knob, Recommendation, Setting, largest_true,
-                      limit_findings, max_buffer, topology)
+from .._search import largest_true
+from ._common import (
+    EngineContext, EngineProblem, EngineReport, Knob, Recommendation, Setting, limit_findings, max_buffer,
+    topology,
+)
 
 REPO = "NVIDIA/Megatron-LM"
 COMMIT = "d98e8a64ddf3"

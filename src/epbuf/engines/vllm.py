@@ -46,8 +46,11 @@ from ..errors import InvalidArgumentError
 from ..report import Finding, Quantity, Region, Report
 from ..units import GiB, INT32_MAX, MiB, align, format_bytes, format_int
 from . import _deepep
-from ._common import (EngineContext, EngineProblem, EngineReport, Knob, Recommendation, Setting, fixed_buffer,
-                      largest_true, limit_findings, mib_ceil, topology)
+from .._search import largest_true
+from ._common import (
+    EngineContext, EngineProblem, EngineReport, Knob, Recommendation, Setting, fixed_buffer, limit_findings,
+    mib_ceil, topology,
+)
 
 REPO = "vllm-project/vllm"
 A2A = "vllm/distributed/device_communicators/all2all.py @001430048e81"
