@@ -181,7 +181,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
                 Setting(name="hidden_bytes", value=hidden_bytes, source="derived", note="hidden x max(element size, 2)")]
     settings += [st for st in ctx.settings.values() if st.value is not None]
     rep = Report(
-        backend="megatron/deepep", title=f"Megatron-LM flex dispatcher (deepep): fused_a2a.get_buffer",
+        backend="megatron/deepep", title="Megatron-LM flex dispatcher (deepep): fused_a2a.get_buffer",
         upstream=f"{REPO} {FUSED}; DeepEP @{version.short}",
         inputs={"hidden": ctx.hidden, "hidden_bytes": hidden_bytes, "num_ranks": num_ranks, "num_nodes": num_nodes,
                 "num_sms": num_sms, "deepep_version": version.id},
