@@ -117,3 +117,10 @@ def test_cli_sweep_errors(capsys, argv, needle):
     code = main(argv)
     err = capsys.readouterr().err
     assert code == 2 and needle in err and err.count("\n") == 1, err
+
+
+def test_huge_sweeps_are_refused_before_any_work(capsys):
+    for argv in (["sweep", "--tokens", "1:100000000"], ["sweep", "--tokens", "1:1000000", "--ranks", "1:8"]):
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code == 2 and "2,000,000" in err and err.count("\n") == 1, err

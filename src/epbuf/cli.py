@@ -81,6 +81,13 @@ def _bytes_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _positive_bytes_arg(text: str) -> int:
+    num_bytes = _bytes_arg(text)
+    if num_bytes <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive byte size; allowed > 0, e.g. 8GiB")
+    return num_bytes
+
+
 def _add_plan_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
     from .plan import backend_names
 
@@ -317,7 +324,8 @@ def _add_fit(sub) -> None:
                                    "allocation fits --budget, per backend. With --tokens given and --ranks not, "
                                    "solve for the largest EP size instead.")
     _add_plan_options(p, backend=False)
-    p.add_argument("--budget", type=_bytes_arg, required=True, help="memory granted per device, e.g. 8GiB, 512MiB, 3e9")
+    p.add_argument("--budget", type=_positive_bytes_arg, required=True,
+                   help="memory granted per device, e.g. 8GiB, 512MiB, 3e9")
     p.add_argument("--backends", help="comma-separated subset (default: all)")
     p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.fit/1)")
     p.set_defaults(run=_run_fit)

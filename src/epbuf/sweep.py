@@ -20,7 +20,11 @@ from ._record import Record
 from .errors import EpbufError
 from .plan import Plan, get_backend, summarizer
 
-__all__ = ["AXES", "COLUMNS", "SweepResult", "sweep", "parse_values"]
+__all__ = ["AXES", "COLUMNS", "MAX_CONFIGURATIONS", "SweepResult", "sweep", "parse_values"]
+
+# Rows are kept in memory (a few hundred bytes each) and the table is printed whole: beyond
+# this a sweep is more likely a typo (1:100000000) than a question.
+MAX_CONFIGURATIONS = 2_000_000
 
 # Plan fields a sweep may vary, in column order.
 AXES = ("hidden", "num_topk", "num_experts", "num_ranks", "num_max_tokens_per_rank", "use_fp8_dispatch")
@@ -52,6 +56,16 @@ def sweep(base: Plan, axes: dict[str, list], backends: list[str] | tuple[str, ..
     unknown = set(axes) - set(AXES)
     if unknown:
         raise EpbufError(f"sweep axes {sorted(unknown)} are not among {AXES}")
+    count = len(backends)
+    for name in names:
+        count *= len(axes[name])
+    if count > MAX_CONFIGURATIONS:
+        from .errors import InvalidArgumentError, Problem
+
+        longest = max(names, key=lambda n: len(axes[n])) if names else "backend"
+        raise InvalidArgumentError([Problem(
+            longest, f"{len(axes[longest]):,} values", f"the sweep would have {count:,} configurations "
+            f"(backends x every list); allowed up to {MAX_CONFIGURATIONS:,}; narrow the lists")])
     for name in names:
         for value in axes[name]:
             base.replace(**{name: value})  # raises InvalidArgumentError naming the option and value
@@ -113,7 +127,12 @@ def parse_values(text: str, option: str, integer: bool = True) -> list:
             else:
                 if int(step) < 1:
                     raise ValueError
+                if (hi - lo) // int(step) + 1 > MAX_CONFIGURATIONS:
+                    raise InvalidArgumentError([Problem(option.lstrip("-").replace("-", "_"), text,
+                                                        f"more than {MAX_CONFIGURATIONS:,} values; narrow the range")])
                 out.extend(range(lo, hi + 1, int(step)))
+    except InvalidArgumentError:
+        raise
     except ValueError:
         raise InvalidArgumentError([Problem(option.lstrip("-").replace("-", "_"), text, f"use {forms}")]) from None
     if not out:
