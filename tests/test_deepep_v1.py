@@ -2,8 +2,8 @@
 
 Golden numbers are literals from sources independent of epbuf's code:
 
-* ``NOTES`` — the fact sheet ``notes/deepep_v1.md`` (§ numbers below), computed by a
-  separate scratch re-derivation of upstream's C++ (``notes/deepep_v1_scratch``);
+* ``docs/derivations/deepep_v1.md`` (§ numbers below): upstream's formulas written out as arithmetic,
+  with worked examples computed independently of epbuf's code;
 * ``PR434`` — the description of DeepEP PR #434 (its acceptance numbers);
 * published ``test_low_latency.py`` log lines ("Allocating buffer size: ... MB");
 * vLLM issue #57894 (35.55 / 32.21 / 31.94 / 26.66 GiB).
@@ -51,7 +51,7 @@ def plan(hidden=7168, topk=8, experts=256, ranks=16, tokens=128, fp8=True, **kw)
 # ======================================================================================
 def test_constants():
     """compiled.cuh:5-9 and config.hpp:56-57; 2^35 - 128 is the largest size Buffer accepts
-    from 4623c67 on (NOTES §6.1)."""
+    from 4623c67 on (docs/derivations/deepep_v1.md §6.1)."""
     assert (v1.NUM_MAX_NVL_PEERS, v1.NUM_MAX_RDMA_PEERS, v1.NUM_BUFFER_ALIGNMENT_BYTES) == (8, 20, 128)
     assert (v1.NUM_WORKSPACE_BYTES, v1.NUM_MAX_LOCAL_EXPERTS) == (33_554_432, 1024)
     assert (v1.HINT_NUM_MAX_TOPK, v1.HINT_NUM_MAX_SCALES, v1.SOURCE_META_BYTES) == (128, 128, 8)
@@ -64,7 +64,7 @@ def test_constants():
 # ======================================================================================
 PR434_CONFIG = (24, 8, 512, 16, 128)
 
-# (version, buffer) -> bytes. Source: PR434 description; NOTES §2 table.
+# (version, buffer) -> bytes. Source: PR434 description; docs/derivations/deepep_v1.md §2 table.
 PR434_GOLDEN = [
     (("main", "nvl"), 453_380_736),
     (("pr434", "nvl"), 429_000_960),
@@ -83,7 +83,7 @@ def test_pr434_acceptance(case, expected):
     assert hint == expected
 
 
-# (version, buffer) -> region bytes in order. Source: NOTES §2 term table.
+# (version, buffer) -> region bytes in order. Source: docs/derivations/deepep_v1.md §2 term table.
 PR434_TERMS = [
     (("main", "nvl"), {"channel metadata": 2_688, "hidden data": 352_321_536, "source meta": 393_216,
                        "top-k indices": 50_331_648, "top-k weights": 25_165_824, "scales": 25_165_824}),
@@ -106,7 +106,7 @@ def test_pr434_terms(case, expected):
     assert {r.name: r.num_bytes for r in buffer.regions} == expected  # all four sums are 128-aligned: no padding
 
 
-# (config, ranks, hidden_bytes, buffer) -> (region bytes, padding, hint). Source: NOTES §8.4.
+# (config, ranks, hidden_bytes, buffer) -> (region bytes, padding, hint). Source: docs/derivations/deepep_v1.md §8.4.
 INTERMEDIATES = [
     (((20, 6, 256, 6, 128), 8, 14336, "nvl"),
      ((1_600, 293_601_280, 163_840, 20_971_520, 10_485_760, 10_485_760), 64, 335_709_824)),
@@ -131,14 +131,14 @@ def test_hint_terms(case, expected):
 
 
 def test_nvl_meta_for_64_ranks():
-    """NOTES §8.4: Config(24,32,288,8,128), 64 ranks: metadata 12*8*19*4 = 7,296, NVL 453,213,312."""
+    """docs/derivations/deepep_v1.md §8.4: Config(24,32,288,8,128), 64 ranks: metadata 12*8*19*4 = 7,296, NVL 453,213,312."""
     buffer = cfg(24, 32, 288, 8, 128).nvl_buffer(14336, 64)
     assert buffer.regions[0].num_bytes == 7_296
     assert buffer.num_bytes == 453_213_312
 
 
 def test_binding_default_config():
-    """NOTES §1.1, §8.4: Config() = (20, 6, 256, 6, 256 -> 258); 16 ranks, 14336 B."""
+    """docs/derivations/deepep_v1.md §1.1, §8.4: Config() = (20, 6, 256, 6, 256 -> 258); 16 ranks, 14336 B."""
     config = Config()
     assert config.as_tuple() == (20, 6, 256, 6, 258)
     assert config.get_nvl_buffer_size_hint(14336, 16) == 335_710_464
@@ -152,7 +152,7 @@ def test_rdma_hint_is_zero_intranode():
 
 
 # (version, num_topk_idx_bits, ranks) -> (NVL, RDMA) with current tables, num_sms 24, 14336 B.
-# Source: NOTES §8.5 (TOPK_IDX_BITS=32 column) and §2 ("NVL 428,214,912 and RDMA 53,628,288").
+# Source: docs/derivations/deepep_v1.md §8.5 (TOPK_IDX_BITS=32 column) and §2 ("NVL 428,214,912 and RDMA 53,628,288").
 TOPK32_GOLDEN = [
     ((8, 14336, "recipe"), (390_268_800, 0)),
     ((16, 14336, "recipe"), (439_052_928, 106_824_576)),
@@ -203,7 +203,7 @@ def test_hint_odd_num_sms_above_8_ranks():
     ((6, 128), 132), ((8, 128), 128), ((12, 128), 132), ((20, 128), 140), ((6, 256), 258), ((16, 128), 128),
 ])
 def test_config_rounds_rdma_recv(rdma, rounded):
-    """config.hpp:46-47; NOTES §3.1 ("send 6 -> 132; 8 -> 128; 12 -> 132; 20 -> 140")."""
+    """config.hpp:46-47; docs/derivations/deepep_v1.md §3.1 ("send 6 -> 132; 8 -> 128; 12 -> 132; 20 -> 140")."""
     assert cfg(20, 6, 256, *rdma).num_max_rdma_chunked_recv_tokens == rounded
 
 
@@ -252,7 +252,7 @@ def test_config_rule_orders_agree(send, recv):
 # Default config tables and the recipe
 # ======================================================================================
 # (num_sms, ranks, hidden_bytes) -> (dispatch cfg, NVL, RDMA, combine cfg, NVL, RDMA); cfg after rounding.
-# Source: NOTES §8.1 (current tables, main).
+# Source: docs/derivations/deepep_v1.md §8.1 (current tables, main).
 RECIPE_MAIN = [
     ((20, 8, 14336), ((20, 6, 256, 6, 132), 335_709_824, 0,
                         (20, 4, 256, 6, 132), 335_709_824, 0)),
@@ -300,7 +300,8 @@ def test_recipe_main_configs(case, expected):
 
 
 # (version, num_sms, ranks, hidden_bytes) -> (recipe NVL, recipe RDMA).
-# Sources: NOTES §8.1 (main), §8.2 (v1.2.1 tag tables), §8.3 (1.0.0 after 1553fc4 = ll2, 1.1.0), §8.5 (pr434).
+# Sources: docs/derivations/deepep_v1.md §8.1 (main), §8.2 (v1.2.1 tag tables),
+# §8.3 (1.0.0 after 1553fc4 = ll2, 1.1.0), §8.5 (pr434).
 RECIPE = [
     (("main", 24, 16, 14336), (453_208_704, 110_265_216)),
     (("v1.2.1", 20, 32, 14336), (377_675_264, 168_023_680)),
@@ -351,12 +352,12 @@ def test_recipe(case, expected):
     ("ll0", 160, (20, 28, 720, 12, 132)),
 ])
 def test_dispatch_tables(version, ranks, row):
-    """Rows read from deep_ep/buffer.py at each version's commit (NOTES §3)."""
+    """Rows read from deep_ep/buffer.py at each version's commit (docs/derivations/deepep_v1.md §3)."""
     assert get_dispatch_config(ranks, version=version).as_tuple() == row
 
 
 def test_combine_table_history():
-    """NOTES §3.2: comb 64 was (1,288,20,128) until c939644, then (1,288,8,128)."""
+    """docs/derivations/deepep_v1.md §3.2: comb 64 was (1,288,20,128) until c939644, then (1,288,8,128)."""
     assert get_combine_config(64, version="v1.2.1").as_tuple() == (20, 1, 288, 20, 140)
     assert get_combine_config(64).as_tuple() == (20, 1, 288, 8, 128)
 
@@ -409,7 +410,7 @@ def test_unknown_version_through_the_plan():
 # Low-latency layout and hint
 # ======================================================================================
 # (T, H, E) -> (num_scales, dispatch msg, combine msg, send = recv, signaling aligned, total, hint).
-# Source: NOTES §5.5 (LL5).
+# Source: docs/derivations/deepep_v1.md §5.5 (LL5).
 LL5_GOLDEN = [
     ((128, 7168, 256), (56, 14_352, 14_560, 477_102_080, 1_024, 1_908_410_368, 1_908_410_496)),
     ((256, 7168, 288), (56, 14_352, 14_560, 1_073_479_680, 1_152, 4_293_921_024, 4_293_921_152)),
@@ -431,7 +432,7 @@ def test_ll5_layout(shape, expected):
     assert got == expected
 
 
-# (version, T, H, ranks, E) -> hint. Source: NOTES §5.5 "older variants" table.
+# (version, T, H, ranks, E) -> hint. Source: docs/derivations/deepep_v1.md §5.5 "older variants" table.
 LL_VARIANTS = [
     (("ll0", 128, 7168, 16, 256), 1_881_147_648),
     (("ll0", 128, 7168, 64, 256), 1_881_147_520),  # LL0 reads num_ranks (E / num_ranks counters)
@@ -460,7 +461,7 @@ def test_ll_variants(case, expected):
 
 
 def test_ll3_intermediates():
-    """NOTES §5.5: LL3/LL4 at 128/7168/256: disp 14,352 > comb 14,336, so recv != send."""
+    """docs/derivations/deepep_v1.md §5.5: LL3/LL4 at 128/7168/256: disp 14,352 > comb 14,336, so recv != send."""
     layout = LowLatencyLayout(num_max_dispatch_tokens_per_rank=128, hidden=7168, num_ranks=16, num_experts=256,
                               variant=3)
     assert (layout.num_bytes_per_dispatch_msg, layout.num_bytes_per_combine_msg) == (14_352, 14_336)
@@ -484,7 +485,7 @@ def test_published_log_lines(case, expected):
 
 
 # vLLM issue #57894: hidden 5120, 16 ranks, 384 + 64 redundant experts.
-# T -> (send = recv, total_bytes, hint, passes num_rdma_bytes / 16 < INT_MAX). Source: NOTES §7.
+# T -> (send = recv, total_bytes, hint, passes num_rdma_bytes / 16 < INT_MAX). Source: docs/derivations/deepep_v1.md §7.
 VLLM_57894 = [
     (2048, (9_542_041_600, 38_168_169_984, 38_168_170_112, False)),  # 35.55 GiB
     (1856, (8_647_475_200, 34_589_904_384, 34_589_904_512, False)),  # 32.21 GiB
@@ -507,14 +508,14 @@ def test_vllm_57894(tokens, expected):
 
 
 def test_vllm_57894_ceiling():
-    """NOTES §7: 1843 is the largest T (hint 34,347,626,112); 1844 gives 34,366,262,912 and fails."""
+    """docs/derivations/deepep_v1.md §7: 1843 is the largest T (hint 34,347,626,112); 1844 gives 34,366,262,912 and fails."""
     assert max_low_latency_tokens(5120, 16, 448) == 1843
     assert get_low_latency_rdma_size_hint(1843, 5120, 16, 448) == 34_347_626_112
     assert get_low_latency_rdma_size_hint(1844, 5120, 16, 448) == 34_366_262_912
     assert 34_347_626_112 // 16 == 2_146_726_632 < INT_MAX < 34_366_262_912 // 16
 
 
-# (hidden, experts) -> largest T at main (same assertion). Source: NOTES §7 "Other ceilings".
+# (hidden, experts) -> largest T at main (same assertion). Source: docs/derivations/deepep_v1.md §7 "Other ceilings".
 CEILINGS = [((5120, 384), 2150), ((5120, 256), 3226), ((5120, 288), 2867), ((7168, 256), 2304), ((7168, 288), 2048)]
 
 
@@ -594,7 +595,7 @@ def test_report_normal_shape():
 def test_report_normal_intranode():
     r = report(plan(ranks=8), "deepep-v1")
     assert r.buffer("RDMA buffer").num_bytes == 0
-    assert r.buffer("NVL buffer").num_bytes == 335_709_824  # NOTES §8.1, num_sms 20
+    assert r.buffer("NVL buffer").num_bytes == 335_709_824  # docs/derivations/deepep_v1.md §8.1, num_sms 20
     assert "deepep-v1.intranode" in {f.code for f in r.findings}
     assert [x.name for x in r.records] == ["NVL hint slot"]
 
@@ -659,7 +660,7 @@ def test_report_low_latency_shape():
     assert [reg.name for reg in buffer.regions] == [
         "signaling buffer 0", "signaling buffer 1", "send buffer 0", "send buffer 1", "recv buffer 0",
         "recv buffer 1", "hint rounding block"]
-    assert buffer.num_bytes == 2_146_961_792  # NOTES §5.5
+    assert buffer.num_bytes == 2_146_961_792  # docs/derivations/deepep_v1.md §5.5
     assert buffer.num_bytes_needed == 2_146_961_664  # total_bytes, already 128-aligned
     assert r.inputs["num_max_dispatch_tokens_per_rank"] == 128
     message = r.record("low-latency dispatch message")
@@ -667,7 +668,7 @@ def test_report_low_latency_shape():
     assert (message.field("src_idx").offset, message.field("hidden").offset, message.field("scales").offset) == (
         0, 16, 7184)
     assert r.record("low-latency combine message").num_bytes == 14_560
-    assert r.quantity("max_num_max_dispatch_tokens_per_rank") == 2048  # NOTES §7: H7168/E288 -> 2048
+    assert r.quantity("max_num_max_dispatch_tokens_per_rank") == 2048  # docs/derivations/deepep_v1.md §7: H7168/E288 -> 2048
     assert not r.failed_limits()
     assert report_from_dict(json.loads(json.dumps(report_to_dict(r)))) == r
 
@@ -830,7 +831,8 @@ def test_sweep_uses_the_fast_paths():
 
 def test_summary_examples():
     """Hand-checked summaries, including the cases where a rare region binds."""
-    # NOTES §5.5; send = max(T x 14,352, E x T x 14,560) ties recv = E x T x 14,560: the first region wins
+    # docs/derivations/deepep_v1.md §5.5; send = max(T x 14,352, E x T x 14,560) ties recv = E x T x 14,560:
+    # the first region wins
     p = plan(hidden=7168, experts=288, ranks=8, tokens=128)
     s = v1.summarize_low_latency(p)
     assert s == Summary(num_bytes=2_146_961_792, num_bytes_needed=2_146_961_664, binding="send buffer 0", broken=())

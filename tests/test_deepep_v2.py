@@ -1,7 +1,7 @@
 """DeepEP V2 backend: golden numbers per generation, byte maps, domain, limits, properties.
 
-Golden rows come from the worked examples of the fact sheet ``notes/deepep_v2.md`` §C
-(hand derivations, cross-checked by its scratch re-implementations of
+Golden rows come from the worked examples of ``docs/derivations/deepep_v2.md`` §C
+(hand derivations of
 ``csrc/elastic/buffer.hpp:586-686 @dd758ca`` and ``csrc/buffers/ep.hpp:183-283 @def8651``),
 independently of epbuf's code, pinned here as literals. Rows for ``"2026-04"`` (b306af0,
 ``buffer.hpp:595-629``: the same max without 2 MiB rounding, workspace
@@ -27,8 +27,8 @@ from epbuf.units import MiB
 
 TWO_MIB = 2 * MiB
 WS_2026_04 = 12_820_544  # align(WorkspaceLayout::get_num_bytes() = 12,820,528, 32), layout.cuh:79-80 @b306af0
-WS_2026_07 = 14_680_064  # align(12,820,528, 2 MiB), notes §A.6
-WS_REFACTOR = 16_777_216  # align(sizeof(EPSignals) = 15,831,168, 2 MiB), notes §B.6
+WS_2026_07 = 14_680_064  # align(12,820,528, 2 MiB), docs/derivations/deepep_v2.md §A.6
+WS_REFACTOR = 16_777_216  # align(sizeof(EPSignals) = 15,831,168, 2 MiB), docs/derivations/deepep_v2.md §B.6
 WORKSPACE = {"2026-04": WS_2026_04, "2026-07": WS_2026_07, "refactor": WS_REFACTOR}
 
 
@@ -38,28 +38,28 @@ def plan(hidden=7168, topk=8, ranks=8, tokens=4096, fp8=True, experts=256, **kw)
 
 
 CASES = {
-    # notes §C.1 (a): FP8, 8 ranks on one NVLink node, T=4096, top-8, multiple reduction.
+    # docs/derivations/deepep_v2.md §C.1 (a): FP8, 8 ranks on one NVLink node, T=4096, top-8, multiple reduction.
     "a": dict(),
-    # notes §C.1 (b): the same in BF16.
+    # docs/derivations/deepep_v2.md §C.1 (b): the same in BF16.
     "b": dict(fp8=False),
-    # notes §C.1 (c): FP8, 32 = 4 x 8 ranks, hybrid.
+    # docs/derivations/deepep_v2.md §C.1 (c): FP8, 32 = 4 x 8 ranks, hybrid.
     "c": dict(ranks=32),
     "c-bf16": dict(ranks=32, fp8=False),
-    # notes §C.2: (c) without multiple reduction, and with hybrid mode disabled.
+    # docs/derivations/deepep_v2.md §C.2: (c) without multiple reduction, and with hybrid mode disabled.
     "c-amr0": dict(ranks=32, allow_multiple_reduction=False),
     "c-direct": dict(ranks=32, allow_hybrid_mode=False),
-    # notes §C.1 (d): FP8, 16 = 2 x 8, hidden 4096, T=8192, 128 experts.
+    # docs/derivations/deepep_v2.md §C.1 (d): FP8, 16 = 2 x 8, hidden 4096, T=8192, 128 experts.
     "d": dict(ranks=16, tokens=8192, hidden=4096, experts=128),
     "d-bf16": dict(ranks=16, tokens=8192, hidden=4096, experts=128, fp8=False),
-    # notes §C.2 (e): (a) with top-k 0, which reserves 32.
+    # docs/derivations/deepep_v2.md §C.2 (e): (a) with top-k 0, which reserves 32.
     "e": dict(topk=0),
-    # notes §C.2 (g): FP8, 8 ranks, T=8192, top-12: pins the generation (RDMA rounding).
+    # docs/derivations/deepep_v2.md §C.2 (g): FP8, 8 ranks, T=8192, top-12: pins the generation (RDMA rounding).
     "g": dict(tokens=8192, topk=12),
 }
 
 # case, version -> (hint dispatch record, combine record, hint dispatch bytes, combine bytes, hint, device total)
 GOLDEN = [
-    # notes §C.2 table, generation A (dd758ca) and B (refactor); device = workspace + hint.
+    # docs/derivations/deepep_v2.md §C.2 table, generation A (dd758ca) and B (refactor); device = workspace + hint.
     ("a", "2026-07", (8192, 14400, 268_435_456, 471_859_200, 471_859_200, 486_539_264)),
     ("a", "refactor", (8192, 14400, 268_435_456, 471_859_200, 471_859_200, 488_636_416)),
     ("b", "2026-07", (14464, 14400, 473_956_352, 471_859_200, 473_956_352, 488_636_416)),
@@ -110,7 +110,7 @@ def test_golden(case, version, expected):
 
 def test_hint_api_upstream_arguments():
     """get_buffer_size_hint(group, T, hidden, num_topk, use_fp8_dispatch, allow_hybrid_mode,
-    allow_multiple_reduction), as elastic.py:380-406 @dd758ca; group by size. Notes §C.1."""
+    allow_multiple_reduction), as elastic.py:380-406 @dd758ca; group by size. docs/derivations/deepep_v2.md §C.1."""
     assert v2.get_buffer_size_hint(8, 4096, 7168, 8, True) == 471_859_200  # (a)
     assert v2.get_buffer_size_hint(8, 4096, 7168, 8) == 473_956_352  # (b): use_fp8_dispatch=False by default
     assert v2.get_buffer_size_hint((4, 8), 4096, 7168, 8, True) == 2_434_793_472  # (c)
@@ -123,7 +123,7 @@ def test_hint_api_upstream_arguments():
 
 
 def test_phase_sub_buffers_hybrid():
-    """Notes §C.1 (c): each term of get_dispatch/combine_buffer_size (buffer.hpp:603-612, 636-648)."""
+    """docs/derivations/deepep_v2.md §C.1 (c): each term of get_dispatch/combine_buffer_size (buffer.hpp:603-612, 636-648)."""
     r = v2.report(plan(ranks=32))
     assert r.inputs["mode"] == "hybrid"
     assert r.quantity("dispatch_scaleup_recv_buffer_num_bytes") == 1_073_741_824
@@ -135,7 +135,7 @@ def test_phase_sub_buffers_hybrid():
 
 
 def test_phase_sub_buffers_direct_off_nvlink():
-    """Notes §C.2, (c) with hybrid mode disabled: (1, 32), is_scaleup_nvlink = (32 == 8) = false,
+    """docs/derivations/deepep_v2.md §C.2, (c) with hybrid mode disabled: (1, 32), is_scaleup_nvlink = (32 == 8) = false,
     so both send buffers exist (buffer.hpp:594-600, 623-633 @dd758ca)."""
     r = v2.report(plan(ranks=32, allow_hybrid_mode=False))
     assert (r.inputs["num_scaleout_ranks"], r.inputs["num_scaleup_ranks"], r.inputs["is_scaleup_nvlink"]) == (1, 32, False)
@@ -170,8 +170,8 @@ def test_no_nvlink_domain(hybrid, domain, dispatch, combine, hint):
 
 
 # --- records -------------------------------------------------------------------------------
-def test_dispatch_byte_map_notes_a():
-    """Notes §C.1: FP8 hidden 7168, 224 hint SF packs, top-8 -> sf 7168, topk_idx 8064, weights 8096,
+def test_dispatch_byte_map_case_a():
+    """docs/derivations/deepep_v2.md §C.1: FP8 hidden 7168, 224 hint SF packs, top-8 -> sf 7168, topk_idx 8064, weights 8096,
     src_idx 8128, linked_list 8132..8163, stride 8192 (layout.cuh:201-248 @dd758ca)."""
     record = v2.report(plan()).record("dispatch (hint)")
     assert record.num_bytes == 8192
@@ -206,7 +206,7 @@ def test_bf16_has_no_sf_and_no_approximation():
 
 
 def test_rdma_padding_and_mbarrier_slot_topk32():
-    """Notes §C.2 (e), topk 32: metadata 8*32 + 4*33 = 388 -> 416; A record 7168+896+416 = 8480,
+    """docs/derivations/deepep_v2.md §C.2 (e), topk 32: metadata 8*32 + 4*33 = 388 -> 416; A record 7168+896+416 = 8480,
     B rounds to 8512 (32 bytes RDMA pad); the mbarrier sits after the data: 8480 in A
     (layout.cuh:246-248), 8512 in B (token.cuh:79-81)."""
     a = v2.get_dispatch_token_layout(7168, 1, 224, 32, deepep_version="2026-07")
@@ -237,7 +237,7 @@ def test_slot_offsets():
 
 # --- workspace ------------------------------------------------------------------------------
 def test_workspace_generation_a_terms():
-    """Notes §A.6: WorkspaceLayout::get_num_bytes() term by term (layout.cuh:43-80 @dd758ca)."""
+    """docs/derivations/deepep_v2.md §A.6: WorkspaceLayout::get_num_bytes() term by term (layout.cuh:43-80 @dd758ca)."""
     regions = v2.workspace_regions("2026-07")
     assert [r.num_bytes for r in regions] == [16, 24576, 16384, 32768, 4096, 8192, 16384, 8_388_608, 4_194_304,
                                               32, 135_168]
@@ -247,7 +247,7 @@ def test_workspace_generation_a_terms():
 
 
 def test_workspace_ep_signals_layout():
-    """Notes §B.6: sizeof(EPSignals) = 15,831,168 with members at 0, 64, 24640, 73792, 77888,
+    """docs/derivations/deepep_v2.md §B.6: sizeof(EPSignals) = 15,831,168 with members at 0, 64, 24640, 73792, 77888,
     102464, 10588224, 15831104 and a 60-byte alignas(64) tail (workspace.cuh:9-22 @def8651)."""
     regions = v2.workspace_regions("refactor")
     offsets, cursor = [], 0
@@ -546,11 +546,12 @@ def test_summarize_is_the_sweep_path():
 
 
 def test_summary_examples():
-    """Notes §C.1 (a): combine binds, device = hint + align(sizeof(EPSignals), 2 MiB); one token:
+    """docs/derivations/deepep_v2.md §C.1 (a): combine binds, device = hint + align(sizeof(EPSignals), 2 MiB); one token:
     the 2 MiB hint is smaller than the workspace, so the workspace's largest region binds."""
     assert v2.summarize(plan()) == Summary(num_bytes=488_636_416, num_bytes_needed=488_636_416, binding="combine",
                                            broken=())
-    assert v2.summarize(plan(fp8=False)).binding == "dispatch"  # notes §C.1 (b): 473,956,352 > 471,859,200
+    # docs/derivations/deepep_v2.md §C.1 (b): 473,956,352 > 471,859,200
+    assert v2.summarize(plan(fp8=False)).binding == "dispatch"
     tiny = plan(tokens=1)
     assert v2.summarize(tiny) == Summary(num_bytes=TWO_MIB + WS_REFACTOR, num_bytes_needed=TWO_MIB + WS_REFACTOR,
                                          binding="scaleout_channel_signaled_tail", broken=())

@@ -1,8 +1,8 @@
 """Accelerator presets (``epbuf.devices``) and ``--hbm`` parsing.
 
-Capacities are the driver-reported totals collected in /work/notes/models.md §3.1
-(``nvidia-smi`` MiB, ``npu-smi`` MB = MiB, ``rocm-smi`` bytes); the byte column repeats
-the notes' own arithmetic so a typo in either place shows up.
+Capacities are the driver-reported totals listed with their public sources in
+``docs/derivations/models_and_devices.md`` §3.1 (``nvidia-smi`` MiB, ``npu-smi`` MB = MiB, ``rocm-smi``
+bytes); the byte column repeats that table's arithmetic so a typo in either place shows up.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from epbuf.devices import DEVICES, DeviceSpec, device_names, get_device, parse_c
 from epbuf.errors import EpbufError, InvalidArgumentError, UnknownNameError
 from epbuf.units import GiB, MiB
 
-# name, driver MiB, bytes (notes' column), label, ranks per node, scale-up domain
+# name, driver MiB, bytes (§3.1's column), label, ranks per node, scale-up domain
 GOLDEN = [
     # nvidia-smi "A100-SXM4-40GB ... / 40960MiB" (A100-PCIE-40GB the same)
     pytest.param("a100-40gb", 40960, 42_949_672_960, "40 GB", 8, 8, id="a100-40gb"),

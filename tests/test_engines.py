@@ -1,8 +1,8 @@
 """``epbuf engine``: engine recipes pinned to the numbers their sources imply, exact
 recommendations, every flag / environment-variable error path, and the JSON schema.
 
-Rows cite where the expected number comes from: the notes' worked examples
-(``notes/engines.md`` section), an upstream issue, or the upstream assertion itself.
+Rows cite where the expected number comes from: the worked examples of
+``docs/derivations/engines.md`` (§ numbers), an upstream issue, or the upstream assertion itself.
 """
 
 from __future__ import annotations
@@ -97,9 +97,9 @@ def test_vllm_exact_ceiling_1843_from_the_assertion(version):
 
 
 @pytest.mark.parametrize("hidden, experts, redundant, ceiling", [
-    (5120, 384, 0, 2150),   # notes 1.7 ex. 2: the 2048 guidance matches 384 experts
-    (7168, 256, 32, 2048),  # notes 1.7 ex. 2: H=7168, E=288
-    (7168, 256, 0, 2304),   # notes 1.7 ex. 2: H=7168, E=256
+    (5120, 384, 0, 2150),   # docs/derivations/engines.md §1.7 ex. 2: the 2048 guidance matches 384 experts
+    (7168, 256, 32, 2048),  # docs/derivations/engines.md §1.7 ex. 2: H=7168, E=288
+    (7168, 256, 0, 2304),   # docs/derivations/engines.md §1.7 ex. 2: H=7168, E=256
 ])
 def test_vllm_ll_ceilings(hidden, experts, redundant, ceiling):
     flags = {"--all2all-backend": "deepep_low_latency", "--max-num-batched-tokens": 256}
@@ -110,7 +110,7 @@ def test_vllm_ll_ceilings(hidden, experts, redundant, ceiling):
 
 
 @pytest.mark.parametrize("tokens, experts, expected", [
-    (256, 256, 3_816_818_816),  # notes 1.7 ex. 1: get_low_latency_rdma_size_hint(256, 7168, 16, 256)
+    (256, 256, 3_816_818_816),  # docs/derivations/engines.md §1.7 ex. 1: get_low_latency_rdma_size_hint(256, 7168, 16, 256)
 ])
 def test_vllm_ll_example_bytes(tokens, experts, expected):
     rep = report("vllm", model="deepseek-v3", num_ranks=16,
@@ -121,11 +121,11 @@ def test_vllm_ll_example_bytes(tokens, experts, expected):
 
 
 @pytest.mark.parametrize("tokens, redundant, gib", [
-    (256, 32, 3.999),     # notes 1.7 ex. 1 with 32 EPLB redundant experts (E = 288)
-    (1024, 0, 14.22),     # notes 1.7 ex. 2, T = max_num_batched_tokens
-    (2048, 0, 28.44),     # notes 1.7 ex. 2
-    (2560, 0, 35.55),     # notes 1.7 ex. 2 (> 32 GiB)
-    (8192, 0, 113.75),    # notes 1.7 ex. 2 (a common server default)
+    (256, 32, 3.999),     # docs/derivations/engines.md §1.7 ex. 1 with 32 EPLB redundant experts (E = 288)
+    (1024, 0, 14.22),     # docs/derivations/engines.md §1.7 ex. 2, T = max_num_batched_tokens
+    (2048, 0, 28.44),     # docs/derivations/engines.md §1.7 ex. 2
+    (2560, 0, 35.55),     # docs/derivations/engines.md §1.7 ex. 2 (> 32 GiB)
+    (8192, 0, 113.75),    # docs/derivations/engines.md §1.7 ex. 2 (a common server default)
 ])
 def test_vllm_ll_main_examples(tokens, redundant, gib):
     flags = {"--all2all-backend": "deepep_low_latency", "--max-num-batched-tokens": tokens}
@@ -180,8 +180,9 @@ def test_vllm_ll_hidden_rounded_up():
 
 
 @pytest.mark.parametrize("ranks, nodes, nvl_hint_mib, rdma, qps", [
-    (16, 2, 360.18, 1024 * MiB, 10),  # notes 1.7 ex. 3: internode, NVL = RDMA = 1 GiB, hint NVL 360.2 MiB
-    (8, 1, 320.16, 0, 1),             # notes 1.7 ex. 3: intranode 8 ranks, RDMA 0, QPs 1, hint 320.2 MiB
+    # docs/derivations/engines.md §1.7 ex. 3: internode, NVL = RDMA = 1 GiB, hint NVL 360.2 MiB
+    (16, 2, 360.18, 1024 * MiB, 10),
+    (8, 1, 320.16, 0, 1),             # docs/derivations/engines.md §1.7 ex. 3: intranode 8 ranks, RDMA 0, QPs 1, hint 320.2 MiB
 ])
 def test_vllm_high_throughput(ranks, nodes, nvl_hint_mib, rdma, qps):
     rep = report("vllm", model="deepseek-v3", num_ranks=ranks, num_nodes=nodes,
@@ -191,7 +192,7 @@ def test_vllm_high_throughput(ranks, nodes, nvl_hint_mib, rdma, qps):
     assert rep.report.quantity("num_qps_per_rank") == qps
     assert round(rep.report.quantity("deepep_nvl_hint") / MiB, 2) == nvl_hint_mib
     if rdma:
-        assert round(rep.report.quantity("deepep_rdma_hint") / MiB, 2) == 87.63  # notes 1.7 ex. 3
+        assert round(rep.report.quantity("deepep_rdma_hint") / MiB, 2) == 87.63  # docs/derivations/engines.md §1.7 ex. 3
     assert rep.recommendation("VLLM_DEEPEP_BUFFER_SIZE_MB", "load").value == -(-int(
         max(rep.report.quantity("deepep_nvl_hint"), rep.report.quantity("deepep_rdma_hint") if rdma else 0)) // MiB)
 
@@ -232,9 +233,10 @@ def test_vllm_no_deepep_backend():
 # SGLang
 # ====================================================================================
 @pytest.mark.parametrize("version, dtype, nvl, rdma", [
-    ("param-bytes-2", "auto", 377_673_984, 91_887_744),  # notes 2.5 ex. 1: 360.18 MiB / 87.63 MiB
+    ("param-bytes-2", "auto", 377_673_984, 91_887_744),  # docs/derivations/engines.md §2.5 ex. 1: 360.18 MiB / 87.63 MiB
     ("main", "bf16", 377_673_984, 91_887_744),           # BF16 output: param_bytes 2
-    ("main", "auto", 212_523_264, 51_746_944),           # notes 2.5 ex. 1: param_bytes 1 -> 202.68 / 49.35 MiB
+    # docs/derivations/engines.md §2.5 ex. 1: param_bytes 1 -> 202.68 / 49.35 MiB
+    ("main", "auto", 212_523_264, 51_746_944),
 ])
 def test_sglang_normal_example(version, dtype, nvl, rdma):
     rep = report("sglang", model="deepseek-v3", version=version,
@@ -256,8 +258,8 @@ def _config(num_sms: int) -> dict:
 
 
 @pytest.mark.parametrize("num_sms, nvl, rdma, nvl_mib, rdma_mib", [
-    (24, 453_208_704, 110_265_216, 432.2, 105.2),  # notes 2.5 ex. 1 (MiB to one decimal there)
-    (32, 604_278_272, 147_020_288, 576.3, 140.2),  # notes 2.5 ex. 1
+    (24, 453_208_704, 110_265_216, 432.2, 105.2),  # docs/derivations/engines.md §2.5 ex. 1 (MiB to one decimal there)
+    (32, 604_278_272, 147_020_288, 576.3, 140.2),  # docs/derivations/engines.md §2.5 ex. 1
 ])
 def test_sglang_deepep_config(tmp_path, num_sms, nvl, rdma, nvl_mib, rdma_mib):
     path = tmp_path / "deepep.json"
@@ -271,7 +273,7 @@ def test_sglang_deepep_config(tmp_path, num_sms, nvl, rdma, nvl_mib, rdma_mib):
 
 
 def test_sglang_auto_example():
-    """notes 2.5 ex. 2: auto, R=16, DeepSeek-V3 + 32 redundant (E=288), T=128."""
+    """docs/derivations/engines.md §2.5 ex. 2: auto, R=16, DeepSeek-V3 + 32 redundant (E=288), T=128."""
     rep = report("sglang", model="deepseek-v3", version="param-bytes-2",
                  flags={"--tp-size": 16, "--deepep-mode": "auto", "--ep-num-redundant-experts": 32})
     assert rep.report.buffer("NVL buffer").num_bytes == 377_673_984
@@ -281,8 +283,8 @@ def test_sglang_auto_example():
 
 
 @pytest.mark.parametrize("tokens, rdma", [
-    (128, 1_908_410_496),   # notes 2.5 ex. 3
-    (1024, None),           # notes 2.5 ex. 3: 14.22 GiB at the maximum T
+    (128, 1_908_410_496),   # docs/derivations/engines.md §2.5 ex. 3
+    (1024, None),           # docs/derivations/engines.md §2.5 ex. 3: 14.22 GiB at the maximum T
 ])
 def test_sglang_low_latency_example(tokens, rdma):
     rep = report("sglang", model="deepseek-v3", flags={"--tp-size": 16, "--deepep-mode": "low_latency"},
@@ -297,7 +299,7 @@ def test_sglang_low_latency_example(tokens, rdma):
 
 
 def test_sglang_intranode_normal():
-    """notes 2.5 ex. 4: R=8, BF16: NVL 320.16 MiB, no RDMA buffer."""
+    """docs/derivations/engines.md §2.5 ex. 4: R=8, BF16: NVL 320.16 MiB, no RDMA buffer."""
     rep = report("sglang", model="deepseek-v3", version="param-bytes-2", flags={"--tp-size": 8, "--deepep-mode": "normal"})
     assert round(rep.num_bytes / MiB, 2) == 320.16 and [b.name for b in rep.report.buffers] == ["NVL buffer"]
 
@@ -333,12 +335,12 @@ def test_sglang_v2():
 # Megatron-LM
 # ====================================================================================
 @pytest.mark.parametrize("ranks, hidden, num_sms, nvl, rdma", [
-    (8, 7168, None, "335709824", 0),          # notes 3.4 row 1: 320.16 MiB, RDMA 0
-    (16, 7168, None, "377673984", "91887744"),  # notes 3.4 row 2
-    (32, 7168, None, 360.18, 160.24),         # notes 3.4 row 3
-    (64, 7168, None, 360.18, 320.48),         # notes 3.4 row 4
-    (64, 7168, 24, 432.22, 384.58),           # notes 3.4 row 5
-    (16, 2048, None, 135.18, 32.94),          # notes 3.4 row 6 (Qwen3-30B-A3B width)
+    (8, 7168, None, "335709824", 0),          # docs/derivations/engines.md §3.4 row 1: 320.16 MiB, RDMA 0
+    (16, 7168, None, "377673984", "91887744"),  # docs/derivations/engines.md §3.4 row 2
+    (32, 7168, None, 360.18, 160.24),         # docs/derivations/engines.md §3.4 row 3
+    (64, 7168, None, 360.18, 320.48),         # docs/derivations/engines.md §3.4 row 4
+    (64, 7168, 24, 432.22, 384.58),           # docs/derivations/engines.md §3.4 row 5
+    (16, 2048, None, 135.18, 32.94),          # docs/derivations/engines.md §3.4 row 6 (Qwen3-30B-A3B width)
 ])
 def test_megatron_table(ranks, hidden, num_sms, nvl, rdma):
     flags = {"--expert-model-parallel-size": ranks}
@@ -372,9 +374,9 @@ def test_megatron_fp8_same_as_bf16_and_group():
 # sgl-kernel-npu
 # ====================================================================================
 @pytest.mark.parametrize("value, expected", [
-    (readme_nonlayered(512, 16, 256, 8, 7168), 1_883_242_496),        # notes 4.5: README non-layered
-    (readme_layered(512, 256, 8, 7168), 2_738_880_512),               # notes 4.5: README layered
-    (ll_window_need(512, 7168, 16, 256, 8), 4_009_754_624),           # notes 4.5: A3 LL BF16 (3824 MiB)
+    (readme_nonlayered(512, 16, 256, 8, 7168), 1_883_242_496),        # docs/derivations/engines.md §4.5: README non-layered
+    (readme_layered(512, 256, 8, 7168), 2_738_880_512),               # docs/derivations/engines.md §4.5: README layered
+    (ll_window_need(512, 7168, 16, 256, 8), 4_009_754_624),           # docs/derivations/engines.md §4.5: A3 LL BF16 (3824 MiB)
     (ll_window_need(512, 7168, 16, 256, 8, dispatch_dtype_bytes=1), 2_130_706_432),  # int8 (2032 MiB)
     (ll_window_need(128, 7168, 16, 256, 8), 1_002_438_656),           # T = 128 BF16 (956 MiB)
     (ll_window_need(128, 7168, 16, 256, 8, dispatch_dtype_bytes=1), 532_676_608),    # T = 128 int8 (508 MiB)
@@ -441,18 +443,18 @@ MS_BASE = dict(context_parallel_algo=None, moe_tp_extend_ep=False)
 
 
 @pytest.mark.parametrize("kw, expected", [
-    # notes 5.3 ex. 1 (f = 1.0) and the default f = -1
+    # docs/derivations/engines.md §5.3 ex. 1 (f = 1.0) and the default f = -1
     (dict(seq_length=4096, micro_batch_size=1, hidden_size=7168, context_parallel_size=1, tensor_model_parallel_size=1,
           expert_model_parallel_size=16, moe_router_topk=8, moe_token_dispatcher_type="alltoall", factor=1.0,
           sequence_parallel=True), dict(tp=56, pp=56, pp_new_stream=56, exp=448, cp=56, mp=10, mp_exp=10, tp_cp=10)),
     (dict(seq_length=4096, micro_batch_size=1, hidden_size=7168, context_parallel_size=1, tensor_model_parallel_size=1,
           expert_model_parallel_size=16, moe_router_topk=8, moe_token_dispatcher_type="alltoall", factor=-1.0,
           sequence_parallel=True), dict(exp=200)),
-    # notes 5.3 ex. 2: alltoall_seq + moe-tp-extend-ep, SP, f = 1.5 (exp ignores f)
+    # docs/derivations/engines.md §5.3 ex. 2: alltoall_seq + moe-tp-extend-ep, SP, f = 1.5 (exp ignores f)
     (dict(seq_length=32768, micro_batch_size=1, hidden_size=5120, context_parallel_size=2, tensor_model_parallel_size=4,
           expert_model_parallel_size=8, moe_router_topk=8, moe_token_dispatcher_type="alltoall_seq", factor=1.5,
           sequence_parallel=True, moe_tp_extend_ep=True), dict(tp=480, pp=40, exp=320, tp_exp=480, cp=40)),
-    # notes 5.3 ex. 3: allgather, no SP, f = 2.0
+    # docs/derivations/engines.md §5.3 ex. 3: allgather, no SP, f = 2.0
     (dict(seq_length=8192, micro_batch_size=2, hidden_size=4096, context_parallel_size=1, tensor_model_parallel_size=2,
           expert_model_parallel_size=8, moe_router_topk=2, moe_token_dispatcher_type="allgather", factor=2.0,
           sequence_parallel=False), dict(tp=256, pp=128, exp=128, tp_exp=2048, cp=64)),
@@ -503,7 +505,7 @@ def test_mindspeed_factor_budget_is_exact():
 # vllm-ascend
 # ====================================================================================
 def test_vllm_ascend_groups_example():
-    """notes 6.4 ex. 1: DP=32, TP=1, EP=32, HCCL_BUFFSIZE unset."""
+    """docs/derivations/engines.md §6.4 ex. 1: DP=32, TP=1, EP=32, HCCL_BUFFSIZE unset."""
     rep = report("vllm-ascend", model="deepseek-v3",
                  flags={"--data-parallel-size": 32, "--enable-expert-parallel": True,
                         "--additional-config": {"eplb_config": {"dynamic_eplb": True}}})
@@ -512,9 +514,9 @@ def test_vllm_ascend_groups_example():
 
 
 @pytest.mark.parametrize("experts_extra, capture, mib", [
-    (0, 256, 1912),   # notes 6.4 ex. 2
-    (16, 256, 2028),  # notes 6.4 ex. 2: 16 EPLB redundant experts (17 local)
-    (0, 1024, 3824),  # notes 6.4 ex. 2: at the 512-token cap
+    (0, 256, 1912),   # docs/derivations/engines.md §6.4 ex. 2
+    (16, 256, 2028),  # docs/derivations/engines.md §6.4 ex. 2: 16 EPLB redundant experts (17 local)
+    (0, 1024, 3824),  # docs/derivations/engines.md §6.4 ex. 2: at the 512-token cap
 ])
 def test_vllm_ascend_mc2_need(experts_extra, capture, mib):
     extra = {"eplb_config": {"dynamic_eplb": True, "num_redundant_experts": experts_extra}} if experts_extra else {}

@@ -1,7 +1,7 @@
 """Model presets (``epbuf.models.MODELS``, ``get_model``) and the ``config.json`` reader.
 
 Golden numbers come from copies of each model's published ``config.json``; the row
-comments name the copy (details in /work/notes/models.md).
+comments name the copy (details in ``docs/derivations/models_and_devices.md`` §0-§1).
 """
 
 from __future__ import annotations

@@ -63,34 +63,39 @@ class DeviceSpec(Record):
     verified: bool = True
 
 
-_SMI = "nvidia-smi memory.total in public logs (notes/models.md §3.1)"
+_SMI = ("nvidia-smi memory.total quoted in public logs and GitHub issues "
+        "(docs/derivations/models_and_devices.md §3.1)")
 _AIC = "github.com/ai-dynamo/aiconfigurator@095f58a5 aic-core/src/aiconfigurator_core/systems/"
 
 _PRESETS = (
     DeviceSpec(
         name="a100-40gb", title="NVIDIA A100 40GB (SXM4 / PCIe)", num_bytes=40960 * MiB, label="40 GB",
         vendor="NVIDIA", ranks_per_node=8, scaleup_ranks=8,
-        source=_SMI + ": 'A100-SXM4-40GB ... / 40960MiB', 'A100-PCIE-40GB ... / 40960MiB'; label: A100 datasheet",
+        source=_SMI + ": 'A100-SXM4-40GB ... / 40960MiB', 'A100-PCIE-40GB ... / 40960MiB' "
+        "(totals listed in modal-labs/modal-client#2797); label: A100 datasheet",
         notes="CUDA reports a little less (42,405,855,232 B)",
         aliases=("a100-sxm4-40gb", "a100-pcie-40gb", "a100-40g"),
     ),
     DeviceSpec(
         name="a100-80gb", title="NVIDIA A100 80GB (SXM4 / PCIe)", num_bytes=81920 * MiB, label="80 GB",
         vendor="NVIDIA", ranks_per_node=8, scaleup_ranks=8,
-        source=_SMI + ": 'A100-SXM4-80GB ... / 81920MiB' (A800-SXM4-80GB identical); label: A100 datasheet",
+        source=_SMI + ": 'A100-SXM4-80GB ... / 81920MiB' (A800-SXM4-80GB identical; modal-labs/modal-client#2797); "
+        "label: A100 datasheet",
         aliases=("a100-sxm4-80gb", "a100-pcie-80gb", "a100-80g", "a800-80gb", "a800-sxm4-80gb"),
     ),
     DeviceSpec(
         name="h100", title="NVIDIA H100 80GB (SXM5 / PCIe)", num_bytes=81559 * MiB, label="80 GB",
         vendor="NVIDIA", ranks_per_node=8, scaleup_ranks=8,
-        source=_SMI + ": 'H100 80GB HBM3 ... / 81559MiB' (H100 PCIe 80GB also 81559MiB)",
+        source=_SMI + ": 'H100 80GB HBM3 ... / 81559MiB' (NVIDIA/nccl#1264, modal-labs/modal-client#2797; "
+        "H100 PCIe 80GB also 81559MiB)",
         notes="HGX/DGX H100: 8 GPUs on NVLink4 / NVSwitch; 80 GB label = 79.65 GiB usable",
         aliases=("h100-sxm", "h100-sxm5", "h100-pcie", "h100-80gb", "h100-sxm5-80gb", "h100-80gb-hbm3"),
     ),
     DeviceSpec(
         name="h100-nvl", title="NVIDIA H100 NVL", num_bytes=95830 * MiB, label="94 GB",
         vendor="NVIDIA", ranks_per_node=8, scaleup_ranks=2,
-        source=_SMI + ": 'H100 NVL ... / 95830MiB'; label from secondary copies of the datasheet",
+        source=_SMI + ": 'H100 NVL ... / 95830MiB' (NVIDIA/gpu-admin-tools#4); label from secondary copies of "
+        "the datasheet",
         notes="PCIe cards joined in NVLink-bridged pairs ('188GB' is the pair); 8 per server is typical, "
         "not a fixed platform",
         aliases=("h100-nvl-94gb",),
@@ -104,7 +109,8 @@ _PRESETS = (
     DeviceSpec(
         name="h200", title="NVIDIA H200 (SXM)", num_bytes=143771 * MiB, label="141 GB",
         vendor="NVIDIA", ranks_per_node=8, scaleup_ranks=8,
-        source=_SMI + ": 'H200 ... / 143771MiB'; label: MLPerf v4.1 NVIDIA system H200-SXM-141GBx8 "
+        source=_SMI + ": 'H200 ... / 143771MiB' (sgl-project/sglang#3196); label: MLPerf v4.1 NVIDIA system "
+        "H200-SXM-141GBx8 "
         "(accelerator_memory_capacity '141 GB', 8 per node)",
         notes="141 GB label = 140.40 GiB usable (aiconfigurator's h200_sxm.yaml uses 141 GiB, which is more "
         "than the card has)",
@@ -113,7 +119,8 @@ _PRESETS = (
     DeviceSpec(
         name="b200", title="NVIDIA B200 (HGX / DGX)", num_bytes=183359 * MiB, label="180 GB",
         vendor="NVIDIA", ranks_per_node=8, scaleup_ranks=8,
-        source=_SMI + ": 'B200 ... / 183359MiB'; label: MLPerf v6.0 Nebius B200-SXM-180GB "
+        source=_SMI + ": 'B200 ... / 183359MiB' (NVIDIA/TensorRT-LLM#10278); label: MLPerf v6.0 Nebius "
+        "B200-SXM-180GB "
         "(accelerator_memory_capacity '180 GB', 8 per node)",
         notes="'180 GB' (179.06 GiB) and the launch figure '192 GB' (192.27 x 10^9 B) describe the same memory",
         aliases=("b200-180gb", "b200-192gb", "b200-sxm", "b200-sxm-180gb"),

@@ -103,7 +103,7 @@ class ModelSpec(Record):
         }
 
 
-# Where the copies live (see /work/notes/models.md §0). Commits are the snapshots read.
+# Where the copies live (see docs/derivations/models_and_devices.md §0). Commits are the snapshots read.
 _AIC = "github.com/ai-dynamo/aiconfigurator@095f58a5 aic-core/src/aiconfigurator_core/model_configs/"
 _AIC_OLD = "github.com/ai-dynamo/aiconfigurator src/aiconfigurator/model_configs/"
 _DS = "github.com/deepseek-ai/DeepSeek-V3@9b4e9788 inference/configs/"
@@ -131,7 +131,8 @@ _PRESETS = (
     _m(name="deepseek-v2", title="DeepSeek-V2", hf_id="deepseek-ai/DeepSeek-V2",
        hidden=5120, num_experts=160, num_topk=6, num_shared_experts=2, num_layers=60, dtype="bfloat16",
        source=_DS + "config_236B.json (dim 5120, n_routed_experts 160, n_activated_experts 6, "
-       "n_shared_experts 2, n_layers 60); HF config.json copy agrees (notes/models.md)",
+       "n_shared_experts 2, n_layers 60); HF config.json copy agrees "
+       "(docs/derivations/models_and_devices.md §1)",
        notes="first layer dense (first_k_dense_replace 1); group-limited routing, 8 groups, top 3"),
     _m(name="deepseek-v2-lite", title="DeepSeek-V2-Lite", hf_id="deepseek-ai/DeepSeek-V2-Lite",
        hidden=2048, num_experts=64, num_topk=6, num_shared_experts=2, num_layers=27, dtype="bfloat16",
@@ -244,7 +245,8 @@ _PRESETS = (
        aliases=("minimax-m2.5",)),
     _m(name="ernie-4.5-21b-a3b", title="ERNIE-4.5-21B-A3B", hf_id="baidu/ERNIE-4.5-21B-A3B-PT",
        hidden=2560, num_experts=64, num_topk=6, num_shared_experts=2, num_layers=28, dtype="",
-       source="two agreeing ernie4_5_moe test-fixture copies of the config (notes/models.md)",
+       source="two agreeing ernie4_5_moe test-fixture copies of the config "
+       "(docs/derivations/models_and_devices.md §1)",
        notes="keys moe_num_experts, moe_k, moe_num_shared_experts; MoE layers 1..27; dtype not confirmed",
        aliases=("ernie-4.5-21b-a3b-pt",)),
 )
