@@ -1,8 +1,9 @@
 """DeepEP-Ascend backend: golden numbers, byte maps, writer/reader consistency, properties.
 
-Golden rows were computed with the seed's formulas (``shared/seeds/buffer_size.py``,
-which transcribes ``token.hpp:36-43``, ``token.hpp:102-112`` and ``csrc/buffers/ep.hpp:560-605``),
-independently of epbuf's code, then pinned here as literals.
+Golden rows were computed with the book example's transcription of the formulas
+(``shared/seeds/buffer_size.py``, outside this repository; the arithmetic and the default
+worked example are in ``docs/derivations/ascend.md`` §2-§3), independently of epbuf's code,
+then pinned here as literals.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ import sys
 
 from .errors import EpbufError
 
-# The seed's defaults (shared/seeds/buffer_size.py): DeepSeek-V3-like shapes on 8 ranks.
+# The defaults of the book example the project started from (docs/derivations/ascend.md §3):
+# DeepSeek-V3-like shapes on 8 ranks.
 DEFAULT_HIDDEN = 7168
 DEFAULT_TOPK = 6
 DEFAULT_EXPERTS = 256
