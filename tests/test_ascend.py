@@ -265,3 +265,14 @@ def test_topk_zero_means_32(hidden, topk, ranks, tokens, fp8):
 def test_json_round_trip(hidden, topk, ranks, tokens, fp8):
     r = report(plan(hidden, topk, ranks, tokens, fp8, experts=ranks))
     assert report_from_dict(json.loads(json.dumps(report_to_dict(r)))) == r
+
+
+def test_sizes_beyond_int64_are_invalid():
+    """ranks 255 x 2^31-1 tokens x ~2^30-byte records overflows upstream's int64_t sizes."""
+    huge = plan(ranks=255, experts=255, tokens=2**31 - 1, hidden=2**29, fp8=False)
+    with pytest.raises(InvalidArgumentError, match=r"--tokens \(num_max_tokens_per_rank\) = 2147483647: .* beyond int64"):
+        report(huge)
+    from epbuf.plan import summarize
+
+    with pytest.raises(InvalidArgumentError, match="beyond int64"):
+        summarize(huge, "ascend")

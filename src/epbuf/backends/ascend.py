@@ -469,6 +469,17 @@ def _limit_rows(num_ranks: int, num_tokens: int, topk: int, experts: int, hidden
     )
 
 
+def _check_int64(plan, hint_bytes: int) -> None:
+    """Upstream computes and stores the sizes as ``int64_t`` (``TOK:102-112``, ``EPB:28``): a
+    hint beyond it is not a size upstream can hold, so the plan is invalid, not just large."""
+    if hint_bytes > INT64_MAX:
+        c = Checker()
+        c.add("num_max_tokens_per_rank", plan.num_max_tokens_per_rank,
+              f"the buffer would need {hint_bytes:,} B, beyond int64 ({INT64_MAX:,}; int64_t num_buffer_bytes, "
+              f"{EPB}:28); lower --tokens, --ranks or --hidden")
+        c.raise_if_any()
+
+
 def _limits(plan, topk: int, hint_bytes: int) -> list[LimitCheck]:
     rows = _limit_rows(plan.num_ranks, plan.num_max_tokens_per_rank, topk, plan.num_total_experts, plan.hidden,
                        hint_bytes)
@@ -521,6 +532,7 @@ def report(plan) -> Report:
                shape=(combine.num_ranks, tokens), record="combine"),
     ]
     buffer = Buffer.combine("EP buffer", regions, "max", NUM_ALLOCATION_ALIGNMENT_BYTES, source=f"{EPB}:581-605")
+    _check_int64(plan, buffer.num_bytes)
     workspace = workspace_num_bytes()
     workspace_buffer = Buffer.combine(
         "workspace",
@@ -632,6 +644,7 @@ def summarize(plan) -> Summary:
     dispatch = buffer_num_bytes(ranks, tokens, hint_record)
     combine = buffer_num_bytes(min(topk, ranks), tokens, combine_record)
     hint = align(max(dispatch, combine), NUM_ALLOCATION_ALIGNMENT_BYTES)
+    _check_int64(plan, hint)
     needed = align(max(buffer_num_bytes(ranks, tokens, real_record), combine), NUM_ALLOCATION_ALIGNMENT_BYTES)
     workspace = workspace_num_bytes()
     broken = tuple(row[0] for row in _limit_rows(ranks, tokens, topk, experts, plan.hidden, hint) if not row[4])
