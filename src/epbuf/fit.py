@@ -20,7 +20,7 @@ from ._record import Record
 from ._search import largest_true
 from .errors import EpbufError
 from .plan import Plan, report
-from .report import Report
+from .report import Report, summary_of
 from .units import INT32_MAX
 
 __all__ = ["FitResult", "fit_tokens", "fit_ranks", "MAX_RANKS_SEARCHED"]
@@ -49,6 +49,8 @@ class FitResult(Record):
         constant_failures: limits broken at every value (they do not depend on ``variable``).
         independent: the allocation is the same at the smallest and the largest value
             searched (DeepEP V1 normal mode does not depend on the token count).
+        binding_region: at ``value``, the region that sets the size of the largest buffer
+            (the term that grows into the budget).
     """
 
     backend: str
@@ -63,6 +65,7 @@ class FitResult(Record):
     next_num_bytes: int | None = None
     constant_failures: tuple = ()
     independent: bool = False
+    binding_region: str = ""
 
 
 def _evaluate(plan: Plan, backend: str, changes: dict) -> Report | EpbufError:
@@ -176,6 +179,8 @@ def _result(backend, variable, budget, at, value, nxt_value, limit_value, budget
     else:
         binding = "none"
         reason = f"fits up to the search bound {bound:,}: the allocation never outgrows the budget"
+    rep = rep if isinstance(rep, Report) else None
     return FitResult(backend=backend, variable=variable, budget=budget, value=value, binding=binding, reason=reason,
-                     report=rep if isinstance(rep, Report) else None, budget_value=budget_value,
-                     limit_value=limit_value, next_num_bytes=next_bytes, constant_failures=constant_failures)
+                     report=rep, budget_value=budget_value, limit_value=limit_value, next_num_bytes=next_bytes,
+                     constant_failures=constant_failures,
+                     binding_region=summary_of(rep).binding if rep is not None else "")

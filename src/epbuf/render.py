@@ -191,16 +191,17 @@ def render_fit(results: dict, budget: int, variable: str) -> str:
     notes = []
     for name, r in results.items():
         if isinstance(r, Exception):
-            rows.append([name, "n/a", "", "", f"rejected: {r}"])
+            rows.append([name, "n/a", "", "", "", f"rejected: {r}"])
             continue
         value = "any" if r.independent else format_int(r.value) if r.value is not None else "none"
         alloc = format_bytes(r.report.num_bytes) if r.report is not None else ""
         share = f"{r.report.num_bytes / budget * 100:.1f} %" if r.report is not None else ""
-        rows.append([name, value, alloc, share, r.reason])
+        rows.append([name, value, alloc, share, r.binding_region, r.reason])
         if r.constant_failures:
             notes.append(f"  {name}: broken whatever the {label}: " + "; ".join(r.constant_failures))
     out = [f"Largest {label} within a budget of {bytes_cell(budget)}", "",
-           table(["backend", f"largest {label}", "allocation", "of budget", "what binds next"], rows, right={1, 2, 3})]
+           table(["backend", f"largest {label}", "allocation", "of budget", "largest region", "what binds next"], rows,
+                 right={1, 2, 3})]
     if notes:
         out += ["", "Limits broken independently of the fitted value:"] + notes
     return "\n".join(out).rstrip() + "\n"
