@@ -39,7 +39,7 @@ def add_parser(sub) -> None:
 
 def build_engine_parser(name: str) -> argparse.ArgumentParser:
     """The full parser of ``epbuf engine NAME`` (shared options, the engine's flags, ``--env``)."""
-    from ..cli import _Parser, _bytes_arg, _int_arg
+    from ..cli import _Parser, _int_arg, _positive_bytes_arg
     from . import get_engine
 
     spec = get_engine(name)
@@ -74,7 +74,7 @@ def build_engine_parser(name: str) -> argparse.ArgumentParser:
     device = d.add_mutually_exclusive_group()
     device.add_argument("--device", metavar="NAME", help="a device preset (epbuf devices lists them)")
     device.add_argument("--hbm", metavar="SIZE", help="device memory, e.g. 141GiB")
-    d.add_argument("--budget", type=_bytes_arg, metavar="SIZE",
+    d.add_argument("--budget", type=_positive_bytes_arg, metavar="SIZE",
                    help="memory these buffers may take per device, e.g. 8GiB (adds budget recommendations)")
     d.add_argument("--max-tokens-under-load", dest="max_tokens_under_load", type=_int_arg(">= 1"), metavar="N",
                    help=f"most tokens one rank dispatches in one call under your load: {spec.load_help}")
