@@ -89,18 +89,26 @@ def _positive_bytes_arg(text: str) -> int:
     return num_bytes
 
 
-def _add_plan_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
-    from .plan import backend_names
-
-    m = p.add_argument_group("model (explicit --hidden/--topk/--experts override it)")
-    source = m.add_mutually_exclusive_group()
+def _add_model_options(p, title: str = "model (explicit --hidden/--topk/--experts override it)") -> None:
+    """``--model NAME`` | ``--model-config PATH`` (read by :func:`_model_from_args`)."""
+    source = p.add_argument_group(title).add_mutually_exclusive_group()
     source.add_argument("--model", metavar="NAME", help="a model preset (epbuf models lists them), e.g. deepseek-v3")
     source.add_argument("--model-config", dest="model_config", metavar="PATH",
                         help="a Hugging Face config.json, or the folder holding it")
-    d = p.add_argument_group("device memory (for the share of memory a buffer takes)")
-    device = d.add_mutually_exclusive_group()
+
+
+def _add_device_options(group) -> None:
+    """``--device NAME`` | ``--hbm SIZE`` in ``group`` (read by :func:`_device_from_args`)."""
+    device = group.add_mutually_exclusive_group()
     device.add_argument("--device", metavar="NAME", help="a device preset (epbuf devices lists them), e.g. h200")
     device.add_argument("--hbm", metavar="SIZE", help="device memory, e.g. 96GiB, 80GB, 3e10")
+
+
+def _add_plan_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
+    from .plan import backend_names
+
+    _add_model_options(p)
+    _add_device_options(p.add_argument_group("device memory (for the share of memory a buffer takes)"))
     g = p.add_argument_group("shape and topology")
     if backend:
         g.add_argument("--backend", choices=backend_names(), default="ascend",
@@ -385,10 +393,7 @@ def _add_sweep(sub) -> None:
     p = sub.add_parser("sweep", help="many configurations across backends: table, CSV, JSON, plot",
                        description="Every combination of the listed values, for every backend. Lists are "
                                    "8,16,32; ranges 1:64 (inclusive), 128:4096:128 (step) or 128:8192:*2 (geometric).")
-    m = p.add_argument_group("model (explicit lists override it)")
-    source = m.add_mutually_exclusive_group()
-    source.add_argument("--model", metavar="NAME", help="a model preset for hidden / top-k / experts")
-    source.add_argument("--model-config", dest="model_config", metavar="PATH", help="a Hugging Face config.json")
+    _add_model_options(p, "model (explicit lists override it)")
     g = p.add_argument_group("axes")
     g.add_argument("--backends", help="comma-separated backends (default: all)")
     g.add_argument("--hidden", metavar="LIST", help=f"hidden sizes (default {DEFAULT_HIDDEN})")
@@ -401,10 +406,8 @@ def _add_sweep(sub) -> None:
                    help="scale-up domain size (default min(ranks, 8))")
     g.add_argument("--redundant-experts", dest="redundant_experts", type=_int_arg(">= 0", lo=0), default=0,
                    help="EPLB redundant experts added to the expert count (default 0)")
-    d = p.add_argument_group("output")
-    device = d.add_mutually_exclusive_group()
-    device.add_argument("--device", metavar="NAME", help="draw this device's capacity on the plot")
-    device.add_argument("--hbm", metavar="SIZE", help="draw this capacity on the plot, e.g. 96GiB")
+    d = p.add_argument_group("output (--device / --hbm draw the capacity on the plot)")
+    _add_device_options(d)
     d.add_argument("--csv", metavar="FILE", help="write every row as CSV")
     d.add_argument("--plot", metavar="FILE", help="write a PNG (or .svg) plot; needs epbuf[plot] (matplotlib)")
     d.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.sweep/1)")

@@ -39,7 +39,7 @@ def add_parser(sub) -> None:
 
 def build_engine_parser(name: str) -> argparse.ArgumentParser:
     """The full parser of ``epbuf engine NAME`` (shared options, the engine's flags, ``--env``)."""
-    from ..cli import _Parser, _int_arg, _positive_bytes_arg
+    from ..cli import _Parser, _add_device_options, _add_model_options, _int_arg, _positive_bytes_arg
     from . import get_engine
 
     spec = get_engine(name)
@@ -53,11 +53,7 @@ def build_engine_parser(name: str) -> argparse.ArgumentParser:
                 description=f"{spec.title}: what it allocates per device, the limits it hits, what to set. "
                             f"{spec.ranks_help}.",
                 epilog="\n".join(epilog))
-    m = p.add_argument_group("model (explicit --hidden/--topk/--experts override it; default deepseek-v3)")
-    source = m.add_mutually_exclusive_group()
-    source.add_argument("--model", metavar="NAME", help="a model preset (epbuf models lists them)")
-    source.add_argument("--model-config", dest="model_config", metavar="PATH",
-                        help="a Hugging Face config.json, or the folder holding it")
+    _add_model_options(p, "model (explicit --hidden/--topk/--experts override it; default deepseek-v3)")
     g = p.add_argument_group("shape and topology")
     aliases = spec.aliases
     g.add_argument("--hidden", *aliases.get("hidden", ()), dest="hidden", type=_int_arg(">= 1"), help="hidden size")
@@ -71,9 +67,7 @@ def build_engine_parser(name: str) -> argparse.ArgumentParser:
     g.add_argument("--gpus-per-node", *aliases.get("num_ranks_per_node", ()), dest="gpus_per_node",
                    type=_int_arg(">= 1"), help="devices per node (default min(ranks, 8))")
     d = p.add_argument_group("device memory and planning")
-    device = d.add_mutually_exclusive_group()
-    device.add_argument("--device", metavar="NAME", help="a device preset (epbuf devices lists them)")
-    device.add_argument("--hbm", metavar="SIZE", help="device memory, e.g. 141GiB")
+    _add_device_options(d)
     d.add_argument("--budget", type=_positive_bytes_arg, metavar="SIZE",
                    help="memory these buffers may take per device, e.g. 8GiB (adds budget recommendations)")
     d.add_argument("--max-tokens-under-load", dest="max_tokens_under_load", type=_int_arg(">= 1"), metavar="N",
