@@ -337,7 +337,7 @@ def test_recipe(case, expected):
            max(c.get_rdma_buffer_size_hint(hidden_bytes, ranks, version=version) for c in configs))
     assert got == expected
     if hidden_bytes == 14336:  # the report follows the recipe with hidden 7168 (FP8 counts as 2 B)
-        r = report(plan(ranks=ranks, num_sms=num_sms, deepep_version=version), "deepep-v1")
+        r = report(plan(ranks=ranks, num_sms=num_sms, version=version), "deepep-v1")
         assert (r.buffer("NVL buffer").num_bytes, r.buffer("RDMA buffer").num_bytes) == expected
 
 
@@ -396,14 +396,14 @@ def test_versions_table():
 @pytest.mark.parametrize("bad", ["v9", "LL5", "", 5])
 def test_unknown_version(bad):
     with pytest.raises(InvalidArgumentError,
-                       match=r"--deepep-version \(deepep_version\) = .*: unknown DeepEP V1 version; choose one of "
+                       match=r"--backend-version \(version\) = .*: unknown DeepEP V1 version; choose one of "
                              r"ll0, ll1, ll2, ll3, v1.1.0, ll4, ll5, v1.2.1, pr434, main"):
         v1.get_version(bad)
 
 
 def test_unknown_version_through_the_plan():
-    with pytest.raises(InvalidArgumentError, match="--deepep-version"):
-        report(plan(deepep_version="nope"), "deepep-ll")
+    with pytest.raises(InvalidArgumentError, match="--backend-version"):
+        report(plan(version="nope"), "deepep-ll")
 
 
 # ======================================================================================
@@ -603,7 +603,7 @@ def test_report_normal_intranode():
 def test_report_normal_breaks_limits():
     """v1.2.1 lists EP24 in its table, but SWITCH_RDMA_RANKS (launch.cuh) lacks 3 nodes until
     e02e4d2; 4 GPUs per node break NUM_MAX_NVL_PEERS = 8."""
-    r = report(plan(ranks=24, experts=288, deepep_version="v1.2.1", num_ranks_per_node=4), "deepep-v1")
+    r = report(plan(ranks=24, experts=288, version="v1.2.1", num_ranks_per_node=4), "deepep-v1")
     broken = {lim.name.split(" in ")[0] for lim in r.failed_limits()}
     assert broken == {"num_rdma_ranks (SWITCH_RDMA_RANKS)", "num_ranks_per_node (NUM_MAX_NVL_PEERS)"}
     assert sum(f.severity == "error" for f in r.findings) == 2
@@ -615,7 +615,7 @@ def test_report_normal_with_config_override():
     r = report(plan(ranks=16, hidden=3584, fp8=False, deepep_config=config), "deepep-v1")  # 3584 x 2 = 7168 B
     assert (r.buffer("NVL buffer").num_bytes, r.buffer("RDMA buffer").num_bytes) == (453_380_736, 56_774_016)
     assert r.inputs["deepep_config"] == [24, 8, 512, 16, 128]
-    r = report(plan(ranks=16, hidden=3584, deepep_config=config, deepep_version="pr434"), "deepep-v1")
+    r = report(plan(ranks=16, hidden=3584, deepep_config=config, version="pr434"), "deepep-v1")
     assert (r.buffer("NVL buffer").num_bytes, r.buffer("RDMA buffer").num_bytes) == (429_000_960, 53_629_056)
     assert "deepep-v1.unmerged-version" in {f.code for f in r.findings}
     assert "UNMERGED" in r.upstream
@@ -624,7 +624,7 @@ def test_report_normal_with_config_override():
 @pytest.mark.parametrize(("changes", "message"), [
     ({"ranks": 12, "experts": 264}, r"--ranks \(num_ranks\) = 12: must be below 8 or a multiple of 8"),
     ({"ranks": 256}, r"--ranks \(num_ranks\) = 256: allowed 1\.\.160"),
-    ({"ranks": 48, "experts": 288, "deepep_version": "v1.2.1"}, r"= 48: Buffer.get_dispatch_config at v1.2.1 knows"),
+    ({"ranks": 48, "experts": 288, "version": "v1.2.1"}, r"= 48: Buffer.get_dispatch_config at v1.2.1 knows"),
     ({"topk": 33}, r"--topk \(num_topk\) = 33: allowed 0\.\.32"),
     ({"experts": 250}, r"--experts \(num_experts\) = 250: .* divisible by num_ranks = 16"),
     ({"num_sms": 25}, r"--num-sms \(num_sms\) = 25: must be even"),
@@ -640,7 +640,7 @@ def test_validation_collects_every_problem():
         report(plan(ranks=12, topk=40, experts=250), "deepep-v1")
     assert [p.argument for p in info.value.problems] == ["num_ranks", "num_topk", "num_experts"]
     with pytest.raises(InvalidArgumentError) as info:  # the table lookup joins the other problems
-        report(plan(ranks=48, experts=250, topk=40, deepep_version="v1.2.1"), "deepep-v1")
+        report(plan(ranks=48, experts=250, topk=40, version="v1.2.1"), "deepep-v1")
     assert [p.argument for p in info.value.problems] == ["num_topk", "num_experts", "num_ranks"]
 
 
@@ -676,7 +676,7 @@ def test_report_low_latency_shape():
 def test_report_low_latency_bf16_and_ll0():
     bf16 = report(plan(hidden=7168, experts=288, ranks=8, fp8=False), "deepep-ll")
     assert bf16.record("low-latency dispatch message").num_bytes == 16 + 2 * 7168
-    ll0 = report(plan(hidden=7168, experts=288, ranks=8, fp8=False, deepep_version="ll0"), "deepep-ll")
+    ll0 = report(plan(hidden=7168, experts=288, ranks=8, fp8=False, version="ll0"), "deepep-ll")
     assert ll0.buffer("RDMA buffer").num_bytes == 2_116_291_200
     assert "deepep-ll.bf16-unsupported" in {f.code for f in ll0.findings}
     # LL0's FP8 message: data, scales, then the source index (ebfe47e internode_ll.cu:91-93)
@@ -686,14 +686,14 @@ def test_report_low_latency_bf16_and_ll0():
 
 
 def test_report_low_latency_older_version_has_no_ceiling():
-    r = report(plan(hidden=5120, experts=448, ranks=16, tokens=2048, deepep_version="v1.2.1"), "deepep-ll")
+    r = report(plan(hidden=5120, experts=448, ranks=16, tokens=2048, version="v1.2.1"), "deepep-ll")
     assert not r.failed_limits()
     assert "deepep-ll.newer-ceiling" in {f.code for f in r.findings}
     assert not any(lim.name.startswith("num_rdma_bytes / sizeof(int4)") for lim in r.limits)
 
 
 @pytest.mark.parametrize(("changes", "broken"), [
-    ({"hidden": 3072, "deepep_version": "v1.2.1"}, "hidden (SWITCH_HIDDEN)"),  # 3072 arrived with 73b6ea4
+    ({"hidden": 3072, "version": "v1.2.1"}, "hidden (SWITCH_HIDDEN)"),  # 3072 arrived with 73b6ea4
     ({"hidden": 1024}, "hidden (SWITCH_HIDDEN)"),
     ({"ranks": 2, "experts": 256, "tokens": 1}, "num_ranks x num_max_dispatch_tokens_per_rank % 4 (TMA)"),
     ({"hidden": 2560 + 128 * 2, "fp8": True}, "hidden % 512 (FP8 dispatch)"),
@@ -706,7 +706,7 @@ def test_report_low_latency_limits(changes, broken):
 
 @pytest.mark.parametrize(("changes", "message"), [
     ({"topk": 12}, r"--topk \(num_topk\) = 12: allowed 0\.\.11 at main"),
-    ({"topk": 10, "deepep_version": "ll5"}, r"--topk \(num_topk\) = 10: allowed 0\.\.9 at ll5"),
+    ({"topk": 10, "version": "ll5"}, r"--topk \(num_topk\) = 10: allowed 0\.\.9 at ll5"),
     ({"experts": 250}, r"--experts \(num_experts\) = 250:"),
     ({"ranks": 20, "experts": 260}, r"--ranks \(num_ranks\) = 20: must be below 8 or a multiple of 8"),
 ])
@@ -786,7 +786,7 @@ def test_normal_independent_of_tokens(version, ranks, hidden, fp8, num_sms, t1, 
     and the regions sum to their buffer."""
     def run(tokens):
         return report(plan(hidden=hidden, experts=ranks * 4, ranks=ranks, tokens=tokens, fp8=fp8, num_sms=num_sms,
-                           deepep_version=version), "deepep-v1")
+                           version=version), "deepep-v1")
     a, b = run(t1), run(t2)
     assert a.buffers == b.buffers and a.records == b.records and a.inputs == b.inputs
     for buffer in a.buffers:
@@ -839,7 +839,7 @@ def test_summary_examples():
     assert s == summary_of(report(p, "deepep-ll"))
     # ll3, H 8, E 1, T 1: slots 32 B; spans 32, 32, 32, 32, then signaling 4, 4: total 136 -> hint 256,
     # so the 120-byte rounding block is the largest region.
-    tiny = plan(hidden=8, topk=1, experts=1, ranks=1, tokens=1, fp8=False, deepep_version="ll3")
+    tiny = plan(hidden=8, topk=1, experts=1, ranks=1, tokens=1, fp8=False, version="ll3")
     assert v1.summarize_low_latency(tiny).binding == "hint rounding block"
     assert fast_and_full("low_latency", tiny)[0] == fast_and_full("low_latency", tiny)[1]
     # main, E 1: the signaling buffer aligned to 128 B ties the 128-byte block and comes first.
@@ -856,17 +856,17 @@ def test_summary_examples():
 def test_summary_errors_are_the_report_errors():
     # the token count decides the layout's multiple-of-16 assert: 3 x 780 B is not, 4 x 780 B is
     # (at v1.2.1, whose report has no ceiling search, which checks one token)
-    odd, even = (plan(hidden=384, experts=3, ranks=1, tokens=t, deepep_version="v1.2.1") for t in (1, 4))
+    odd, even = (plan(hidden=384, experts=3, ranks=1, tokens=t, version="v1.2.1") for t in (1, 4))
     with pytest.raises(InvalidArgumentError, match=r"send buffer \(2,340 B\) must be a multiple of 16 B"):
         v1.summarize_low_latency(odd)
     # LL5, H 130: send max(276, 2 x 264) = 528 B passes, receive 2 x 276 = 552 B does not
     with pytest.raises(InvalidArgumentError, match=r"= 130: the low-latency receive buffer \(552 B\)"):
-        v1.summarize_low_latency(plan(hidden=130, topk=1, experts=2, ranks=2, tokens=1, deepep_version="v1.2.1"))
+        v1.summarize_low_latency(plan(hidden=130, topk=1, experts=2, ranks=2, tokens=1, version="v1.2.1"))
     assert fast_and_full("low_latency", even)[0] == fast_and_full("low_latency", even)[1]
     assert isinstance(fast_and_full("low_latency", even)[0], Summary)
     both = ("normal", "low_latency")
-    for modes, p in ((both, plan(ranks=12, topk=40, experts=250)), (both, plan(deepep_version="v9")),
-                     (both, plan(deepep_version=["main"])), (both, plan(ranks=20, experts=260, topk=12, hidden=384)),
+    for modes, p in ((both, plan(ranks=12, topk=40, experts=250)), (both, plan(version="v9")),
+                     (both, plan(version=["main"])), (both, plan(ranks=20, experts=260, topk=12, hidden=384)),
                      (("normal",), plan(deepep_config=(24, 8, 512, 16, 128))),
                      (("normal",), plan(deepep_config=[24, 8, 512, 16, 128])), (("normal",), plan(num_sms=25))):
         for mode in modes:
@@ -912,7 +912,7 @@ def summary_plans(draw, configs: bool = False) -> Plan:
     experts = draw(st.integers(1, 64).map(lambda k: k * ranks) | st.integers(1, 4096) | st.just(2**31 - 1))
     kw = dict(hidden=draw(summary_hiddens), num_topk=draw(st.integers(0, 12) | st.sampled_from([32, 33])),
               num_experts=experts, num_ranks=ranks, num_max_tokens_per_rank=draw(summary_tokens),
-              use_fp8_dispatch=draw(st.booleans()), deepep_version=draw(all_versions),
+              use_fp8_dispatch=draw(st.booleans()), version=draw(all_versions),
               num_redundant_experts=draw(st.sampled_from([0, 0, 0, ranks, 2 * ranks, 7, 2**31 - 1])),
               num_sms=draw(st.none() | st.integers(1, 80).map(lambda n: 2 * n) | st.integers(2, 161)))
     if configs:

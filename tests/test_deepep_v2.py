@@ -95,7 +95,7 @@ GOLDEN = [
 
 @pytest.mark.parametrize(("case", "version", "expected"), GOLDEN, ids=[f"{c}-{v}" for c, v, _ in GOLDEN])
 def test_golden(case, version, expected):
-    r = v2.report(plan(deepep_version=version, **CASES[case]))
+    r = v2.report(plan(version=version, **CASES[case]))
     got = (
         r.quantity("hint_dispatch_record_num_bytes"),
         r.quantity("combine_record_num_bytes"),
@@ -116,9 +116,9 @@ def test_hint_api_upstream_arguments():
     assert v2.get_buffer_size_hint((4, 8), 4096, 7168, 8, True) == 2_434_793_472  # (c)
     assert v2.get_buffer_size_hint((4, 8), 4096, 7168, 8, True, False) == 2_359_296_000  # (c) hybrid off
     assert v2.get_buffer_size_hint((4, 8), 4096, 7168, 8, True, True, False) == 4_838_129_664  # (c) amr off
-    assert v2.get_buffer_size_hint(8, 8192, 7168, 12, True, deepep_version="2026-07") == 945_815_552  # (g) A
+    assert v2.get_buffer_size_hint(8, 8192, 7168, 12, True, version="2026-07") == 945_815_552  # (g) A
     assert v2.get_buffer_size_hint(8, 8192, 7168, 12, True) == 947_912_704  # (g) B
-    assert v2.get_buffer_size_hint(8, 8192, 7168, 12, True, deepep_version="2026-04") == 945_815_552
+    assert v2.get_buffer_size_hint(8, 8192, 7168, 12, True, version="2026-04") == 945_815_552
     assert v2.calculate_buffer_size(16, 8, 8192, 4096, 8, True, True, True) == 1_375_731_712  # (d)
 
 
@@ -160,7 +160,7 @@ NO_NVLINK = [
 
 @pytest.mark.parametrize(("hybrid", "domain", "dispatch", "combine", "hint"), NO_NVLINK)
 def test_no_nvlink_domain(hybrid, domain, dispatch, combine, hint):
-    r = v2.report(plan(scaleup_is_nvlink=False, allow_hybrid_mode=hybrid, deepep_version="2026-07"))
+    r = v2.report(plan(scaleup_is_nvlink=False, allow_hybrid_mode=hybrid, version="2026-07"))
     i = r.inputs
     assert (i["mode"], i["num_scaleout_ranks"], i["num_scaleup_ranks"], i["is_scaleup_nvlink"]) == domain
     assert i["num_nvl_ranks"] == 1 and i["num_rdma_ranks"] == 8
@@ -186,7 +186,7 @@ def test_real_dispatch_record_and_need():
     """A real FP8 dispatch sends ceil(7168/128) = 56 packs: record 7168 + 224 + 128 = 7520 (A),
     align(7520, 64) = 7552 (B); 8 x 4096 records = 246,415,360 / 247,463,936 B. Combine still binds."""
     for version, record, dispatch in (("2026-07", 7520, 246_415_360), ("refactor", 7552, 247_463_936)):
-        r = v2.report(plan(deepep_version=version))
+        r = v2.report(plan(version=version))
         assert r.quantity("real_num_sf_packs") == 56
         assert r.quantity("hint_num_sf_packs") == 224
         assert r.record("dispatch").num_bytes == record
@@ -209,7 +209,7 @@ def test_rdma_padding_and_mbarrier_slot_topk32():
     """docs/derivations/deepep_v2.md §C.2 (e), topk 32: metadata 8*32 + 4*33 = 388 -> 416; A record 7168+896+416 = 8480,
     B rounds to 8512 (32 bytes RDMA pad); the mbarrier sits after the data: 8480 in A
     (layout.cuh:246-248), 8512 in B (token.cuh:79-81)."""
-    a = v2.get_dispatch_token_layout(7168, 1, 224, 32, deepep_version="2026-07")
+    a = v2.get_dispatch_token_layout(7168, 1, 224, 32, version="2026-07")
     b = v2.get_dispatch_token_layout(7168, 1, 224, 32)
     assert (a.num_metadata_bytes, a.num_bytes(), a.num_rdma_padding_bytes, a.mbarrier_offset) == (388, 8480, 0, 8480)
     assert (b.num_bytes(), b.num_rdma_padding_bytes, b.mbarrier_offset, b.num_bytes(True)) == (8512, 32, 8512, 8544)
@@ -277,8 +277,8 @@ def test_versions_and_aliases():
     assert v2.get_generation("2026-07").commit == "dd758caf451848bd150e1046af3d0a73e5fff38d"
     assert v2.get_generation("2026-04").commit == "b306af06afd412c88e51e71802951606e40b7358"
     assert v2.get_generation("refactor").commit == "1a1ffbac1f9ba94e1f731f7647b5d6353fb38ade"
-    r = v2.report(plan(deepep_version="dd758ca"))
-    assert r.inputs["deepep_version"] == "2026-07"
+    r = v2.report(plan(version="dd758ca"))
+    assert r.inputs["version"] == "2026-07"
     assert "dd758caf451848bd150e1046af3d0a73e5fff38d" in r.upstream
 
 
@@ -287,10 +287,10 @@ def test_unknown_version(bad):
     with pytest.raises(InvalidArgumentError) as info:
         v2.get_generation(bad)
     text = str(info.value)
-    assert "--deepep-version (deepep_version)" in text
+    assert "--backend-version (version)" in text
     assert "2026-04, 2026-07, refactor" in text
-    with pytest.raises(InvalidArgumentError, match="--deepep-version"):
-        v2.report(plan(deepep_version=bad))
+    with pytest.raises(InvalidArgumentError, match="--backend-version"):
+        v2.report(plan(version=bad))
 
 
 # --- domain ---------------------------------------------------------------------------------
@@ -328,7 +328,7 @@ def test_domain_rejects_uneven_split():
     (dict(ranks=2048, experts=2048), ["--ranks", "allowed 1..1024"]),
     (dict(experts=4096), ["--experts", "2048"]),
     (dict(experts=100), ["--experts", "divisible by num_ranks = 8"]),
-    (dict(ranks=4, experts=2048, deepep_version="2026-07"), ["--experts", "512 experts per rank", "<= 256"]),
+    (dict(ranks=4, experts=2048, version="2026-07"), ["--experts", "512 experts per rank", "<= 256"]),
     (dict(ranks=2, experts=2048), ["--experts", "1024 experts per rank", "<= 512"]),
     (dict(hidden=7000), ["--hidden", "7000 x 1 = 7000", "multiple of 32"]),
     (dict(hidden=7000, fp8=False), ["--hidden", "7000 x 2 = 14000", "multiple of 32"]),
@@ -347,7 +347,7 @@ def test_invalid_arguments(kwargs, needles):
 def test_experts_per_rank_512_is_fine_in_refactor_only():
     assert v2.report(plan(ranks=4, experts=2048)).inputs["num_experts"] == 2048
     with pytest.raises(InvalidArgumentError):
-        v2.report(plan(ranks=4, experts=2048, deepep_version="2026-07"))
+        v2.report(plan(ranks=4, experts=2048, version="2026-07"))
 
 
 def test_redundant_experts_count():
@@ -367,8 +367,8 @@ def test_hint_worst_case_sf_assert():
 
 def test_all_problems_collected_in_one_error():
     with pytest.raises(InvalidArgumentError) as info:
-        v2.report(plan(experts=100, hidden=7000, deepep_version="v9"))
-    assert [p.argument for p in info.value.problems] == ["deepep_version", "num_experts", "hidden"]
+        v2.report(plan(experts=100, hidden=7000, version="v9"))
+    assert [p.argument for p in info.value.problems] == ["version", "num_experts", "hidden"]
 
 
 NOTIFY = "num_scaleup_ranks + num_experts_per_rank (hybrid notify threads)"
@@ -409,7 +409,7 @@ def test_report_inputs_and_registry():
     r = plan_report(plan(ranks=32), "deepep-v2")
     assert r.backend == "deepep-v2"
     assert r.inputs == {
-        "deepep_version": "refactor", "num_ranks": 32, "num_ranks_per_node": 8, "scaleup_is_nvlink": True,
+        "version": "refactor", "deepep_version": "refactor", "num_ranks": 32, "num_ranks_per_node": 8, "scaleup_is_nvlink": True,
         "num_rdma_ranks": 4, "num_nvl_ranks": 8, "num_scaleout_ranks": 4, "num_scaleup_ranks": 8,
         "is_scaleup_nvlink": True, "mode": "hybrid", "num_max_tokens_per_rank": 4096, "hidden": 7168,
         "num_topk": 8, "num_experts": 256, "num_redundant_experts": 0, "use_fp8_dispatch": True,
@@ -459,7 +459,7 @@ def test_rdma_rounding_closed_form(hidden_bytes, packs, topk, with_metadata):
 
 
 def _hint(version, ranks, nvl, tokens, hidden, topk, fp8, hybrid, amr):
-    return v2.calculate_buffer_size(ranks, nvl, tokens, hidden, topk, fp8, hybrid, amr, deepep_version=version)
+    return v2.calculate_buffer_size(ranks, nvl, tokens, hidden, topk, fp8, hybrid, amr, version=version)
 
 
 @given(version=versions, nodes=st.integers(1, 8), nvl=st.sampled_from([1, 2, 4, 8]), tokens=tokens_st,
@@ -521,7 +521,7 @@ def test_report_invariants(version, nodes, nvl, tokens, hidden, topk, fp8, hybri
     r = v2.report(Plan(hidden=hidden, num_topk=topk, num_experts=ranks * 4, num_ranks=ranks,
                        num_max_tokens_per_rank=tokens, use_fp8_dispatch=fp8, num_ranks_per_node=nvl,
                        scaleup_is_nvlink=nvlink, allow_hybrid_mode=hybrid, allow_multiple_reduction=amr,
-                       deepep_version=version))
+                       version=version))
     for b in r.buffers:
         assert b.num_bytes >= b.num_bytes_needed >= 0
         assert all(region.num_bytes >= region.num_bytes_used >= 0 for region in b.regions)
@@ -555,7 +555,7 @@ def test_summary_examples():
     tiny = plan(tokens=1)
     assert v2.summarize(tiny) == Summary(num_bytes=TWO_MIB + WS_REFACTOR, num_bytes_needed=TWO_MIB + WS_REFACTOR,
                                          binding="scaleout_channel_signaled_tail", broken=())
-    assert v2.summarize(plan(tokens=1, deepep_version="2026-07")).binding == "scale-out channel signaled tails"
+    assert v2.summarize(plan(tokens=1, version="2026-07")).binding == "scale-out channel signaled tails"
     for p in (plan(), plan(fp8=False), tiny, plan(ranks=32), plan(ranks=32, allow_multiple_reduction=False)):
         assert v2.summarize(p) == summary_of(v2.report(p))
 
@@ -581,10 +581,10 @@ def test_summary_broken_limits(kwargs, limits):
 
 @pytest.mark.parametrize("kwargs", [
     dict(ranks=2048, experts=2048), dict(experts=4096), dict(experts=100), dict(hidden=7000), dict(hidden=2064),
-    dict(ranks=4, experts=2048, deepep_version="2026-07"), dict(ranks=32, tokens=2**31 - 1000),
+    dict(ranks=4, experts=2048, version="2026-07"), dict(ranks=32, tokens=2**31 - 1000),
     dict(tokens=2**27, topk=32, allow_multiple_reduction=False), dict(hidden=2**30, fp8=False),
-    dict(experts=100, hidden=7000, deepep_version="v9"), dict(ranks=12, experts=384), dict(deepep_version=7),
-    dict(ranks=32, tokens=2**31 - 1000, experts=100, deepep_version="v9"),
+    dict(experts=100, hidden=7000, version="v9"), dict(ranks=12, experts=384), dict(version=7),
+    dict(ranks=32, tokens=2**31 - 1000, experts=100, version="v9"),
 ])
 def test_summary_errors_are_the_report_errors(kwargs):
     p = plan(**kwargs)
@@ -657,7 +657,7 @@ def any_plan(draw):
         scaleup_is_nvlink=draw(st.booleans()),
         allow_hybrid_mode=draw(st.booleans()),
         allow_multiple_reduction=draw(st.booleans()),
-        deepep_version=version,
+        version=version,
     )
 
 

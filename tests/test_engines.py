@@ -155,7 +155,7 @@ def test_vllm_qp_depth_check_and_fix():
     fixed = report("vllm", **ISSUE, flags=ISSUE_FLAGS, version="dp-chunk",
                    env={"VLLM_MOE_DP_CHUNK_SIZE": "512", "NVSHMEM_QP_DEPTH": "1026"})
     assert not fixed.errors()
-    older = report("vllm", **ISSUE, flags=ISSUE_FLAGS, version="dp-chunk", deepep_version="v1.2.1",
+    older = report("vllm", **ISSUE, flags=ISSUE_FLAGS, version="dp-chunk", backend_version="v1.2.1",
                    env={"VLLM_MOE_DP_CHUNK_SIZE": "1024"})
     assert not [lim for lim in older.limits if lim.name.startswith("NVSHMEM_QP_DEPTH")]
 
@@ -637,7 +637,7 @@ def test_largest_true_matches_linear_scan():
     (["engine", "vllm", "--ranks", "12", "--all2all-backend", "deepep_high_throughput"], "multiple of 8"),
     (["engine", "vllm", "--ranks", "16", "--gpus-per-node", "3"], "--gpus-per-node = 3: must divide the EP size 16"),
     (["engine", "vllm", "--ranks", "16", "--nodes", "4", "--gpus-per-node", "8"], "must equal the EP size"),
-    (["engine", "vllm", "--deepep-version", "nope"], "--deepep-version (deepep_version) = 'nope'"),
+    (["engine", "vllm", "--deepep-version", "nope"], "--backend-version (version) = 'nope'"),
     (["engine", "vllm", "--engine-version", "v9"], "invalid choice: 'v9'"),
     (["engine", "vllm", "--max-num-batch", "5"], "unrecognized arguments"),
     (["engine", "vllm", "--budget", "lots"], "is not a byte size"),
@@ -687,7 +687,7 @@ def test_python_api_errors():
     with pytest.raises(InvalidArgumentError, match="--max-num-batched-tokns"):
         report("vllm", flags={"--max-num-batched-tokns": 5})
     with pytest.raises(InvalidArgumentError, match="does not use DeepEP"):
-        report("mindspeed", deepep_version="main")
+        report("mindspeed", backend_version="main")
     with pytest.raises(InvalidArgumentError) as info:  # every problem of one call together
         report("vllm", env={"VLLM_MOE_DP_CHUNK_SIZE": "0", "VLLM_DEEPEP_BUFFER_SIZE_MB": "x"})
     assert len(info.value.problems) == 2

@@ -132,8 +132,8 @@ def _add_plan_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
     g.add_argument("--sf-packs", dest="sf_packs", type=_int_arg(">= 0", lo=0),
                    help="Ascend: SF packs a real FP8 dispatch sends (default ceil(hidden/128)*2)")
     u = p.add_argument_group("DeepEP options")
-    u.add_argument("--deepep-version", dest="deepep_version", metavar="ID",
-                   help="upstream formula generation (default: the newest); deepep-v2: 2026-04, 2026-07, refactor; "
+    u.add_argument("--backend-version", "--deepep-version", dest="version", metavar="ID",
+                   help="upstream formula generation or commit id (default: the newest); deepep-v2: 2026-04, 2026-07, refactor; "
                         "deepep-v1 / deepep-ll: see `epbuf versions`")
     u.add_argument("--no-hybrid", dest="allow_hybrid_mode", action="store_false",
                    help="deepep-v2: allow_hybrid_mode=False (one logical scale-out domain)")
@@ -218,7 +218,7 @@ def _plan_from_args(args: argparse.Namespace):
         num_ranks_per_node=num_ranks_per_node,
         num_redundant_experts=args.redundant_experts,
         num_sf_packs=args.sf_packs,
-        deepep_version=args.deepep_version,
+        version=args.version,
         allow_hybrid_mode=args.allow_hybrid_mode,
         allow_multiple_reduction=args.allow_multiple_reduction,
         scaleup_is_nvlink=args.scaleup_is_nvlink,
@@ -525,7 +525,7 @@ def _run_devices(args: argparse.Namespace) -> int:
 
 # --- versions -----------------------------------------------------------------------------
 def _add_versions(sub) -> None:
-    p = sub.add_parser("versions", help="the upstream formula generations each backend supports (--deepep-version)",
+    p = sub.add_parser("versions", help="the upstream formula generations each backend supports (--backend-version)",
                        description="Upstream commits whose arithmetic epbuf reproduces, per backend.")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(run=_run_versions)

@@ -27,6 +27,8 @@ __all__ = [
     "Problem",
     "Checker",
     "option_for",
+    "check_int",
+    "check_bool",
 ]
 
 # Python argument name -> command-line option. One table, so messages name both.
@@ -42,7 +44,9 @@ _OPTIONS = {
     "num_shared_experts": "--shared-experts",
     "num_sf_packs": "--sf-packs",
     "num_sms": "--num-sms",
-    "deepep_version": "--deepep-version",
+    "version": "--backend-version",
+    "backend_version": "--backend-version",
+    "num_topk_idx_bits": "--topk-idx-bits",
     "budget": "--budget",
     "hbm": "--hbm",
     "backend": "--backend",
@@ -137,3 +141,36 @@ class Checker:
     def raise_if_any(self) -> None:
         if self.problems:
             raise InvalidArgumentError(self.problems)
+
+
+def check_int(argument: str, value: object, lo: int = 0, hi: int | None = None, why: str = "") -> int:
+    """``value`` when it is a plain ``int`` in ``lo..hi``, else :class:`InvalidArgumentError`.
+
+    The guard of every public upstream-named size function: one type test and two
+    comparisons on the good path, so validation never dominates the arithmetic
+    (benchmarks/api_speed.py measures it against the bare formula).
+
+    >>> check_int("hidden", 7168, 1)
+    7168
+    >>> check_int("hidden", -7168, 1)
+    Traceback (most recent call last):
+    ...
+    epbuf.errors.InvalidArgumentError: --hidden (hidden) = -7168: allowed >= 1
+    >>> check_int("hidden", 7168.0, 1)
+    Traceback (most recent call last):
+    ...
+    epbuf.errors.InvalidArgumentError: --hidden (hidden) = 7168.0: must be an integer
+    """
+    if type(value) is int and value >= lo and (hi is None or value <= hi):
+        return value
+    c = Checker()
+    c.int_range(argument, value, lo, hi, why)
+    c.raise_if_any()
+    return value  # unreachable: int_range added a problem  # pragma: no cover
+
+
+def check_bool(argument: str, value: object) -> bool:
+    """``value`` when it is ``True`` or ``False`` (not 0/1, not a string), else :class:`InvalidArgumentError`."""
+    if value is True or value is False:
+        return value
+    raise InvalidArgumentError([Problem(argument, value, "must be True or False")])

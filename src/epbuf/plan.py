@@ -41,8 +41,12 @@ class Plan(Record):
             engine passes to the library as its expert count).
         num_sf_packs: Ascend only: scale-factor packs a real FP8 dispatch sends per token
             (``None``: ``ceil(hidden / 128) * 2``, one fp32 scale per 128 elements viewed as two int16).
-        deepep_version: DeepEP formula generation (backend-specific names; ``None`` = newest).
+        version: the upstream formula generation: a version id or a commit id, short or full
+            (backend-specific; ``None`` = newest; ``epbuf versions`` lists them).
         num_sms: DeepEP V1 ``Buffer.num_sms`` for the default configs (``None`` = upstream default).
+        num_topk_idx_bits: width of ``topk_idx_t`` in DeepEP builds: 64 (default) or 32 (built with
+            ``-DEP_NUM_TOPK_IDX_BITS=32``); ``None`` = the backend's default. DeepEP-Ascend stores
+            int64 indices and rejects 32.
         deepep_config: DeepEP V1 ``Config`` to size with instead of the default dispatch and
             combine configs (an ``epbuf.backends.deepep_v1.Config``; ``None`` = the defaults).
         model: a label for reports (preset name), not used in arithmetic.
@@ -60,8 +64,9 @@ class Plan(Record):
     allow_multiple_reduction: bool = True
     num_redundant_experts: int = 0
     num_sf_packs: int | None = None
-    deepep_version: str | None = None
+    version: str | None = None
     num_sms: int | None = None
+    num_topk_idx_bits: int | None = None
     deepep_config: object | None = None
     model: str = ""
 
@@ -77,6 +82,8 @@ class Plan(Record):
             c.int_range("num_sf_packs", self.num_sf_packs, 0, INT32_MAX)
         if self.num_sms is not None:
             c.int_range("num_sms", self.num_sms, 2, None, "DeepEP V1 uses num_sms / 2 channels")
+        if self.num_topk_idx_bits is not None and self.num_topk_idx_bits not in (32, 64):
+            c.add("num_topk_idx_bits", self.num_topk_idx_bits, "allowed 32 or 64 (the width of topk_idx_t)")
         if self.num_ranks_per_node is not None:
             per_node_ok = c.int_range("num_ranks_per_node", self.num_ranks_per_node, 1, INT32_MAX)
             if ranks_ok and per_node_ok and self.num_ranks % self.num_ranks_per_node != 0:
@@ -150,7 +157,7 @@ def report(plan: Plan, backend: str = "ascend") -> Report:
 
 def backend_versions(backend: str) -> tuple[str | None, dict[str, str]]:
     """``(default id, {id: description})`` of the upstream formula generations a backend
-    supports through ``Plan.deepep_version``; backends with one generation give
+    supports through ``Plan.version``; backends with one generation give
     ``(None, {"": description})``."""
     get_backend(backend)
     import importlib

@@ -304,7 +304,7 @@ def get_version(version: str | None = None) -> Version:
     found = _VERSIONS_BY_ID.get(version) if isinstance(version, str) else None
     if found is None:
         c = Checker()
-        c.add("deepep_version", version, "unknown DeepEP V1 version; choose one of " + ", ".join(_VERSIONS_BY_ID))
+        c.add("version", version, "unknown DeepEP V1 version; choose one of " + ", ".join(_VERSIONS_BY_ID))
         c.raise_if_any()
     return found
 
@@ -1078,7 +1078,7 @@ def max_low_latency_tokens(hidden: int, num_ranks: int, num_experts: int, *, ver
     if budget is not None:
         c.int_range("budget", budget, 0, None, "bytes")
     elif not v.int4_count_check:
-        c.add("deepep_version", v.id,
+        c.add("version", v.id,
               f"{v.id} has no upper bound on num_rdma_bytes (Buffer checks num_rdma_bytes / 16 < INT_MAX "
               "only from 4623c67, i.e. in main); pass a budget")
     c.raise_if_any()
@@ -1422,7 +1422,7 @@ def _normal_summary(*key) -> Summary | InvalidArgumentError:
 
 def _normal_key(plan) -> tuple:
     """The plan fields normal mode reads, in :func:`_normal_core`'s order (no token count)."""
-    return (plan.deepep_version, plan.num_ranks, plan.num_ranks_per_node, plan.hidden, plan.use_fp8_dispatch,
+    return (plan.version, plan.num_ranks, plan.num_ranks_per_node, plan.hidden, plan.use_fp8_dispatch,
             plan.num_sms, plan.deepep_config, plan.num_topk, plan.num_experts, plan.num_redundant_experts)
 
 
@@ -1432,7 +1432,7 @@ def _normal(plan, cached=_normal_core):
     key = _normal_key(plan)
     try:
         result = cached(*key)
-    except TypeError:  # an unhashable deepep_version / deepep_config, which the checks reject: not cached
+    except TypeError:  # an unhashable version / deepep_config, which the checks reject: not cached
         result = _normal_core.__wrapped__(*key)
         if isinstance(result, _Normal) and cached is _normal_summary:
             result = result.summary
@@ -1518,7 +1518,7 @@ def report_normal(plan) -> Report:
         quantities.append(Quantity(name=record.name.replace(" ", "_") + "_num_bytes", value=record.num_bytes, unit="B"))
 
     inputs = {
-        "deepep_version": v.id, "num_ranks": ranks, "num_ranks_per_node": plan.ranks_per_node,
+        "version": v.id, "deepep_version": v.id, "num_ranks": ranks, "num_ranks_per_node": plan.ranks_per_node,
         "hidden": plan.hidden, "use_fp8_dispatch": plan.use_fp8_dispatch, "hidden_bytes": hidden_bytes,
         "num_topk": plan.num_topk, "num_experts": plan.num_experts,
         "num_redundant_experts": plan.num_redundant_experts,
@@ -1637,7 +1637,7 @@ def report_low_latency(plan) -> Report:
             experts not divisible by ranks; top-k above ``kNumMaxTopK`` (9, or 11 from
             v1.2.1); a hidden size whose buffers are not multiples of 16 B.
     """
-    v = get_version(plan.deepep_version)
+    v = get_version(plan.version)
     _validate_low_latency(plan, v)
     tokens, hidden, ranks = plan.num_max_tokens_per_rank, plan.hidden, plan.num_ranks
     experts = plan.num_total_experts
@@ -1730,7 +1730,7 @@ def report_low_latency(plan) -> Report:
     if best is not None:
         quantities.append(Quantity(name="max_num_max_dispatch_tokens_per_rank", value=best))
     inputs = {
-        "deepep_version": v.id, "num_max_dispatch_tokens_per_rank": tokens, "hidden": hidden, "num_ranks": ranks,
+        "version": v.id, "deepep_version": v.id, "num_max_dispatch_tokens_per_rank": tokens, "hidden": hidden, "num_ranks": ranks,
         "num_experts": experts, "num_routed_experts": plan.num_experts,
         "num_redundant_experts": plan.num_redundant_experts, "num_topk": plan.num_topk, "use_fp8_dispatch": fp8,
     }
@@ -1778,9 +1778,9 @@ def summarize_low_latency(plan) -> Summary:
         InvalidArgumentError: as :func:`report_low_latency`.
     """
     try:
-        static = _ll_static(plan.deepep_version, plan.hidden, plan.num_ranks, plan.num_experts,
+        static = _ll_static(plan.version, plan.hidden, plan.num_ranks, plan.num_experts,
                             plan.num_redundant_experts, plan.num_topk)
-    except TypeError:  # an unhashable deepep_version: rejected below
+    except TypeError:  # an unhashable version: rejected below
         static = None
     if static is not None:
         v, experts, dispatch_msg, combine_msg, signaling, texts = static

@@ -1,7 +1,7 @@
 """DeepEP V2 (NVIDIA): the ``ElasticBuffer`` / ``EPBuffer`` size hint, exact to the byte.
 
 Upstream: deepseek-ai/DeepEP. Three generations of the V2 size arithmetic are known;
-``Plan.deepep_version`` picks one (``None`` = the newest, ``"refactor"``):
+``Plan.version`` picks one (``None`` = the newest, ``"refactor"``):
 
 ``"2026-04"`` — ``ElasticBuffer`` as first released
     b306af06afd412c88e51e71802951606e40b7358 ("[Public release 26/04] Introducing EPv2",
@@ -180,7 +180,7 @@ class Generation(Record):
     """One generation of DeepEP V2's size arithmetic.
 
     Attributes:
-        id: the ``deepep_version`` id (``"2026-04"``, ``"2026-07"``, ``"refactor"``).
+        id: the ``version`` id (``"2026-04"``, ``"2026-07"``, ``"refactor"``).
         commit: full hash of the commit the formulas follow.
         date: commit date, or ``""`` where unknown.
         buffer_class: ``"ElasticBuffer"`` or ``"EPBuffer"``.
@@ -329,7 +329,7 @@ _GENERATIONS = {
     ),
 }
 
-#: ``deepep_version`` id -> what it stands for (commit, class, what changed).
+#: ``version`` id -> what it stands for (commit, class, what changed).
 VERSIONS: dict[str, str] = {gid: gen.description for gid, gen in _GENERATIONS.items()}
 #: Other accepted spellings of the ids (commit prefixes).
 ALIASES: dict[str, str] = {
@@ -343,25 +343,25 @@ ALIASES: dict[str, str] = {
 DEFAULT_VERSION = "refactor"
 
 
-def _lookup(deepep_version: object) -> Generation | None:
+def _lookup(version: object) -> Generation | None:
     """The generation of an id or alias (``None``: the newest), or ``None`` when unknown."""
-    if deepep_version is None:
+    if version is None:
         return _GENERATIONS[DEFAULT_VERSION]
-    if not isinstance(deepep_version, str):
+    if not isinstance(version, str):
         return None
-    return _GENERATIONS.get(ALIASES.get(deepep_version, deepep_version))
+    return _GENERATIONS.get(ALIASES.get(version, version))
 
 
-def _version_problem(deepep_version: object) -> Problem | None:
-    if _lookup(deepep_version) is not None:
+def _version_problem(version: object) -> Problem | None:
+    if _lookup(version) is not None:
         return None
-    return Problem("deepep_version", deepep_version,
+    return Problem("version", version,
                    f"unknown DeepEP V2 version; choose one of {', '.join(VERSIONS)} "
                    f"(aliases: {', '.join(ALIASES)}); default {DEFAULT_VERSION}")
 
 
-def get_generation(deepep_version: str | None = None) -> Generation:
-    """The generation for a ``deepep_version`` id or alias (``None``: the newest, ``"refactor"``).
+def get_generation(version: str | None = None) -> Generation:
+    """The generation for a ``version`` id or alias (``None``: the newest, ``"refactor"``).
 
     >>> get_generation("dd758ca").id
     '2026-07'
@@ -369,9 +369,9 @@ def get_generation(deepep_version: str | None = None) -> Generation:
     Raises:
         InvalidArgumentError: an id that is neither in :data:`VERSIONS` nor in :data:`ALIASES`.
     """
-    gen = _lookup(deepep_version)
+    gen = _lookup(version)
     if gen is None:
-        raise InvalidArgumentError([_version_problem(deepep_version)])
+        raise InvalidArgumentError([_version_problem(version)])
     return gen
 
 
@@ -686,8 +686,8 @@ def _check_hidden(c: Checker, hidden: int, elem_size: int, what: str) -> bool:
 
 
 def _token_layout(hidden: int, elem_size: int, num_sf_packs: int, num_topk: int, with_metadata: bool,
-                  deepep_version: str | None, what: str) -> TokenLayout:
-    gen = get_generation(deepep_version)
+                  version: str | None, what: str) -> TokenLayout:
+    gen = get_generation(version)
     c = Checker()
     c.int_range("hidden", hidden, 1, None)
     c.int_range("num_topk", num_topk, 0, None)
@@ -701,23 +701,23 @@ def _token_layout(hidden: int, elem_size: int, num_sf_packs: int, num_topk: int,
 
 
 def get_dispatch_token_layout(hidden: int, elem_size: int, num_sf_packs: int, num_topk: int, *,
-                              deepep_version: str | None = None) -> TokenLayout:
+                              version: str | None = None) -> TokenLayout:
     """``get_dispatch_token_layout``: ``TokenLayout(hidden * elem_size, num_sf_packs * sizeof(sf_pack_t),
     num_topk, true)`` (``dispatch.hpp:136-139 @dd758ca``, ``csrc/kernels/ep/dispatch.hpp:26-29 @2578e50``).
 
-    >>> get_dispatch_token_layout(7168, 1, 224, 12, deepep_version="2026-07").num_bytes()
+    >>> get_dispatch_token_layout(7168, 1, 224, 12, version="2026-07").num_bytes()
     8224
     >>> get_dispatch_token_layout(7168, 1, 224, 12).num_bytes()
     8256
     """
-    return _token_layout(hidden, elem_size, num_sf_packs, num_topk, True, deepep_version, "dispatch")
+    return _token_layout(hidden, elem_size, num_sf_packs, num_topk, True, version, "dispatch")
 
 
 def get_combine_token_layout(hidden: int, elem_size: int, num_topk: int, *,
-                             deepep_version: str | None = None) -> TokenLayout:
+                             version: str | None = None) -> TokenLayout:
     """``get_combine_token_layout``: ``TokenLayout(hidden * elem_size, 0, num_topk, false)``, always
     called with ``sizeof(nv_bfloat16)`` (``combine.hpp:109-112``, ``buffer.hpp:621 @dd758ca``)."""
-    return _token_layout(hidden, elem_size, 0, num_topk, False, deepep_version, "combine")
+    return _token_layout(hidden, elem_size, 0, num_topk, False, version, "combine")
 
 
 # Each buffer of a phase as ``(name, rows, token multiplier, token offset)``: ``rows`` x
@@ -772,7 +772,7 @@ def _buffer_layouts(token_layout: TokenLayout, regions: tuple[tuple[str, int, in
 
 def dispatch_buffer_layouts(num_max_tokens_per_rank: int, hidden: int, num_sf_packs: int, num_topk: int,
                             elem_size: int, num_scaleout_ranks: int, num_scaleup_ranks: int,
-                            is_scaleup_nvlink: bool, *, deepep_version: str | None = None) -> dict[str, BufferLayout]:
+                            is_scaleup_nvlink: bool, *, version: str | None = None) -> dict[str, BufferLayout]:
     """The buffers ``get_dispatch_buffer_size`` adds up, by upstream's variable name, in the
     order the kernels place them (``buffer.hpp:586-614 @dd758ca``, ``ep.hpp:183-211 @def8651``).
 
@@ -783,14 +783,14 @@ def dispatch_buffer_layouts(num_max_tokens_per_rank: int, hidden: int, num_sf_pa
     the kernel uses ``kNumChannels * ceil(T / kNumChannels)`` tokens there, which never
     exceeds ``T + kNumMaxChannels``.
     """
-    token_layout = get_dispatch_token_layout(hidden, elem_size, num_sf_packs, num_topk, deepep_version=deepep_version)
+    token_layout = get_dispatch_token_layout(hidden, elem_size, num_sf_packs, num_topk, version=version)
     return _buffer_layouts(token_layout, _dispatch_regions(num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink),
                            num_max_tokens_per_rank)
 
 
 def combine_buffer_layouts(num_max_tokens_per_rank: int, hidden: int, num_topk: int, num_scaleout_ranks: int,
                            num_scaleup_ranks: int, is_scaleup_nvlink: bool, allow_multiple_reduction: bool, *,
-                           deepep_version: str | None = None) -> dict[str, BufferLayout]:
+                           version: str | None = None) -> dict[str, BufferLayout]:
     """The buffers ``get_combine_buffer_size`` adds up, in kernel order (``buffer.hpp:616-650
     @dd758ca``, ``ep.hpp:213-247 @def8651``). Records are BF16 whatever the dispatch dtype.
 
@@ -801,7 +801,7 @@ def combine_buffer_layouts(num_max_tokens_per_rank: int, hidden: int, num_topk: 
     = ``min(so, topk)`` (or ``topk``) x T, ``scaleout_send_buffer`` = 1 (or ``topk``) x
     ``so * (T + kNumMaxChannels)``.
     """
-    token_layout = get_combine_token_layout(hidden, 2, num_topk, deepep_version=deepep_version)
+    token_layout = get_combine_token_layout(hidden, 2, num_topk, version=version)
     regions = _combine_regions(num_topk, num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink,
                                allow_multiple_reduction)
     return _buffer_layouts(token_layout, regions, num_max_tokens_per_rank)
@@ -809,7 +809,7 @@ def combine_buffer_layouts(num_max_tokens_per_rank: int, hidden: int, num_topk: 
 
 def get_dispatch_buffer_size(num_max_tokens_per_rank: int, hidden: int, num_sf_packs: int, num_topk: int,
                              elem_size: int, num_scaleout_ranks: int, num_scaleup_ranks: int,
-                             is_scaleup_nvlink: bool, *, deepep_version: str | None = None) -> int:
+                             is_scaleup_nvlink: bool, *, version: str | None = None) -> int:
     """``get_dispatch_buffer_size``, argument order as upstream: the sum of :func:`dispatch_buffer_layouts`.
 
     >>> get_dispatch_buffer_size(4096, 7168, 224, 8, 1, 4, 8, True)
@@ -817,13 +817,13 @@ def get_dispatch_buffer_size(num_max_tokens_per_rank: int, hidden: int, num_sf_p
     """
     layouts = dispatch_buffer_layouts(num_max_tokens_per_rank, hidden, num_sf_packs, num_topk, elem_size,
                                       num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink,
-                                      deepep_version=deepep_version)
+                                      version=version)
     return sum(layout.num_bytes for layout in layouts.values())
 
 
 def get_combine_buffer_size(num_max_tokens_per_rank: int, hidden: int, num_topk: int, num_scaleout_ranks: int,
                             num_scaleup_ranks: int, is_scaleup_nvlink: bool, allow_multiple_reduction: bool, *,
-                            deepep_version: str | None = None) -> int:
+                            version: str | None = None) -> int:
     """``get_combine_buffer_size``, argument order as upstream: the sum of :func:`combine_buffer_layouts`.
 
     >>> get_combine_buffer_size(4096, 7168, 8, 4, 8, True, True)
@@ -831,7 +831,7 @@ def get_combine_buffer_size(num_max_tokens_per_rank: int, hidden: int, num_topk:
     """
     layouts = combine_buffer_layouts(num_max_tokens_per_rank, hidden, num_topk, num_scaleout_ranks,
                                      num_scaleup_ranks, is_scaleup_nvlink, allow_multiple_reduction,
-                                     deepep_version=deepep_version)
+                                     version=version)
     return sum(layout.num_bytes for layout in layouts.values())
 
 
@@ -920,22 +920,22 @@ class _Sizes(Record):
 
 
 def _sizes(domain: Domain, num_max_tokens_per_rank: int, hidden: int, num_topk: int, use_fp8_dispatch: bool,
-           allow_multiple_reduction: bool, num_sf_packs: int, deepep_version: str | None) -> _Sizes:
+           allow_multiple_reduction: bool, num_sf_packs: int, version: str | None) -> _Sizes:
     topk = effective_topk(num_topk)
     elem = element_size(use_fp8_dispatch)
     so, su, nvl = domain.num_scaleout_ranks, domain.num_scaleup_ranks, domain.is_scaleup_nvlink
     return _Sizes(
         domain=domain, topk=topk, elem_size=elem, num_sf_packs=num_sf_packs,
         dispatch=dispatch_buffer_layouts(num_max_tokens_per_rank, hidden, num_sf_packs, topk, elem, so, su, nvl,
-                                         deepep_version=deepep_version),
+                                         version=version),
         combine=combine_buffer_layouts(num_max_tokens_per_rank, hidden, topk, so, su, nvl, allow_multiple_reduction,
-                                       deepep_version=deepep_version),
+                                       version=version),
     )
 
 
 def calculate_buffer_size(num_ranks: int, num_nvl_ranks: int, num_max_tokens_per_rank: int, hidden: int,
                           num_topk: int, use_fp8_dispatch: bool, allow_hybrid_mode: bool,
-                          allow_multiple_reduction: bool, *, deepep_version: str | None = None) -> int:
+                          allow_multiple_reduction: bool, *, version: str | None = None) -> int:
     """``ElasticBuffer/EPBuffer::calculate_buffer_size`` (``buffer.hpp:652-686 @dd758ca``,
     ``ep.hpp:249-283 @def8651``), with upstream's ``nccl_comm`` replaced by what it is read
     for: the world size ``num_ranks`` and the NVLink (LSA team) size ``num_nvl_ranks``.
@@ -952,21 +952,21 @@ def calculate_buffer_size(num_ranks: int, num_nvl_ranks: int, num_max_tokens_per
             an unknown version, or int32 arithmetic that would overflow upstream.
     """
     c = Checker()
-    problem = _version_problem(deepep_version)
+    problem = _version_problem(version)
     if problem is not None:
         c.problems.append(problem)
     domain_ok = _check_domain(c, num_ranks, num_nvl_ranks)
     scaleout = None
     if domain_ok:
         scaleout = get_logical_domain_size(num_ranks, num_nvl_ranks, allow_hybrid_mode)[0]
-    gen = _lookup(deepep_version)
+    gen = _lookup(version)
     _check_hint_arguments(c, num_max_tokens_per_rank, hidden, num_topk, use_fp8_dispatch, scaleout,
                           gen.num_rdma_alignment_bytes if gen is not None else NUM_RDMA_ALIGNMENT_BYTES)
     c.raise_if_any()
     assert gen is not None
     sizes = _sizes(logical_domain(num_ranks, num_nvl_ranks, allow_hybrid_mode), num_max_tokens_per_rank, hidden,
                    num_topk, use_fp8_dispatch, allow_multiple_reduction, hint_num_sf_packs(hidden, use_fp8_dispatch),
-                   deepep_version)
+                   version)
     return _ep_buffer_num_bytes(sizes.num_dispatch_bytes, sizes.num_combine_bytes, gen.num_hint_alignment_bytes)
 
 
@@ -978,7 +978,7 @@ def _ep_buffer_num_bytes(num_dispatch_bytes: int, num_combine_bytes: int, alignm
 
 def get_buffer_size_hint(group: int | tuple[int, int], num_max_tokens_per_rank: int, hidden: int,
                          num_topk: int = 0, use_fp8_dispatch: bool = False, allow_hybrid_mode: bool = True,
-                         allow_multiple_reduction: bool = True, *, deepep_version: str | None = None) -> int:
+                         allow_multiple_reduction: bool = True, *, version: str | None = None) -> int:
     """``ElasticBuffer.get_buffer_size_hint`` / ``EPBuffer.get_buffer_size_hint``
     (``deep_ep/buffers/elastic.py:380-406 @dd758ca``), same arguments and defaults.
 
@@ -991,7 +991,7 @@ def get_buffer_size_hint(group: int | tuple[int, int], num_max_tokens_per_rank: 
         use_fp8_dispatch: FP8 (1 byte + SF packs) instead of BF16 (2 bytes) dispatch.
         allow_hybrid_mode: split into scale-out (RDMA) x scale-up (NVLink) when several NVLink domains.
         allow_multiple_reduction: combine reduces per rank before sending.
-        deepep_version: a :data:`VERSIONS` id or alias (``None`` = newest).
+        version: a :data:`VERSIONS` id or alias (``None`` = newest).
 
     Returns:
         The buffer size in bytes (2 MiB-aligned except in ``"2026-04"``), excluding the workspace.
@@ -1013,7 +1013,7 @@ def get_buffer_size_hint(group: int | tuple[int, int], num_max_tokens_per_rank: 
         raise InvalidArgumentError([Problem("num_ranks", group, "give num_ranks or (num_rdma_ranks, num_nvl_ranks)")])
     return calculate_buffer_size(num_ranks, num_nvl_ranks, num_max_tokens_per_rank, hidden, num_topk,
                                  use_fp8_dispatch, allow_hybrid_mode, allow_multiple_reduction,
-                                 deepep_version=deepep_version)
+                                 version=version)
 
 
 # --- workspace -----------------------------------------------------------------------------
@@ -1067,16 +1067,16 @@ def _ep_signals_terms() -> list[tuple[str, int, str]]:
     return terms
 
 
-def workspace_regions(deepep_version: str | None = None) -> tuple[Region, ...]:
+def workspace_regions(version: str | None = None) -> tuple[Region, ...]:
     """The workspace's terms as regions (their sum, before the generation's rounding, is the
     raw workspace: ``WorkspaceLayout`` terms or ``EPSignals`` members and padding)."""
-    gen = get_generation(deepep_version)
+    gen = get_generation(version)
     terms = _workspace_layout_terms(gen) if gen.workspace_kind == "WorkspaceLayout" else _ep_signals_terms()
     return tuple(Region(name=name, num_bytes=n, num_bytes_used=n, formula=formula, source=gen.sources.workspace)
                  for name, n, formula in terms)
 
 
-def get_workspace_num_bytes(deepep_version: str | None = None) -> int:
+def get_workspace_num_bytes(version: str | None = None) -> int:
     """``WorkspaceLayout::get_num_bytes()`` / ``EPWorkspaceLayout::get_num_bytes()`` =
     ``sizeof(EPSignals)``: the pinned host workspace size. The first release rounded it to
     32 bytes inside ``get_num_bytes`` ("Ensure LDG.256 work", ``layout.cuh:79-80 @b306af0``).
@@ -1084,12 +1084,12 @@ def get_workspace_num_bytes(deepep_version: str | None = None) -> int:
     >>> [get_workspace_num_bytes(v) for v in VERSIONS]
     [12820544, 12820528, 15831168]
     """
-    gen = get_generation(deepep_version)
+    gen = get_generation(version)
     raw = sum(r.num_bytes for r in workspace_regions(gen.id))
     return align(raw, NUM_TMA_ALIGNMENT_BYTES) if gen.id == "2026-04" else raw
 
 
-def num_workspace_bytes(deepep_version: str | None = None) -> int:
+def num_workspace_bytes(version: str | None = None) -> int:
     """The device workspace in front of the buffer: ``align(get_num_bytes(), 2 MiB)``
     (``buffer.hpp:103-105 @dd758ca``, ``ep.hpp:70-71 @def8651``); the first release used
     ``get_num_bytes()`` as it is (``buffer.hpp:99-103 @b306af0``).
@@ -1097,7 +1097,7 @@ def num_workspace_bytes(deepep_version: str | None = None) -> int:
     >>> [num_workspace_bytes(v) for v in VERSIONS]
     [12820544, 14680064, 16777216]
     """
-    gen = get_generation(deepep_version)
+    gen = get_generation(version)
     return align(get_workspace_num_bytes(gen.id), gen.num_workspace_alignment_bytes)
 
 
@@ -1110,7 +1110,7 @@ def _workspace_buffer(gen_id: str) -> Buffer:
 
 
 # --- validation ------------------------------------------------------------------------------
-def _check_plan(c: Checker, deepep_version: object, num_ranks: int, ranks_per_node: int, scaleup_is_nvlink: bool,
+def _check_plan(c: Checker, version: object, num_ranks: int, ranks_per_node: int, scaleup_is_nvlink: bool,
                 allow_hybrid_mode: bool, experts: int, hidden: int, num_topk: int, use_fp8_dispatch: bool,
                 num_max_tokens_per_rank: int | None) -> tuple[Generation | None, Domain]:
     """Hard limits: what upstream's host code rejects (asserts in the hint, the records,
@@ -1120,10 +1120,10 @@ def _check_plan(c: Checker, deepep_version: object, num_ranks: int, ranks_per_no
     Raises:
         InvalidArgumentError: at once, for an NVLink size that does not divide the ranks.
     """
-    problem = _version_problem(deepep_version)
+    problem = _version_problem(version)
     if problem is not None:
         c.problems.append(problem)
-    gen = _lookup(deepep_version)
+    gen = _lookup(version)
     src = (gen or _GENERATIONS[DEFAULT_VERSION]).sources
     ranks = num_ranks
     c.int_range("num_ranks", ranks, 1, NUM_MAX_RANKS, f"kNumMaxRanks, {src.workspace_limits}")
@@ -1146,7 +1146,7 @@ def _check_plan(c: Checker, deepep_version: object, num_ranks: int, ranks_per_no
 
 # What a plan's size depends on besides the token count: the key of :func:`_shape`, whose
 # first nine values are :func:`_check_plan`'s arguments.
-_SHAPE_KEY = attrgetter("deepep_version", "num_ranks", "ranks_per_node", "scaleup_is_nvlink", "allow_hybrid_mode",
+_SHAPE_KEY = attrgetter("version", "num_ranks", "ranks_per_node", "scaleup_is_nvlink", "allow_hybrid_mode",
                         "num_total_experts", "hidden", "num_topk", "use_fp8_dispatch", "allow_multiple_reduction")
 
 
@@ -1193,14 +1193,14 @@ def _affine(num_bytes) -> tuple[int, int]:
 
 
 @lru_cache(maxsize=4096)
-def _shape(deepep_version: object, num_ranks: int, ranks_per_node: int, scaleup_is_nvlink: bool,
+def _shape(version: object, num_ranks: int, ranks_per_node: int, scaleup_is_nvlink: bool,
            allow_hybrid_mode: bool, experts: int, hidden: int, num_topk: int, use_fp8_dispatch: bool,
            allow_multiple_reduction: bool) -> _Shape | None:
     """The :class:`_Shape` of plans with these values (:data:`_SHAPE_KEY`), or ``None`` when
     the checks that do not depend on the token count fail."""
     c = Checker()
     try:
-        gen, domain = _check_plan(c, deepep_version, num_ranks, ranks_per_node, scaleup_is_nvlink, allow_hybrid_mode,
+        gen, domain = _check_plan(c, version, num_ranks, ranks_per_node, scaleup_is_nvlink, allow_hybrid_mode,
                                   experts, hidden, num_topk, use_fp8_dispatch, None)
     except InvalidArgumentError:
         return None
@@ -1368,7 +1368,7 @@ def report(plan) -> Report:
     Reads ``hidden``, ``num_topk``, ``num_experts`` + ``num_redundant_experts``,
     ``num_ranks``, ``ranks_per_node``, ``num_max_tokens_per_rank``, ``use_fp8_dispatch``,
     ``allow_hybrid_mode``, ``allow_multiple_reduction``, ``scaleup_is_nvlink`` and
-    ``deepep_version``.
+    ``version``.
 
     Raises:
         InvalidArgumentError: an unknown version; ranks above 1024; experts above 2048,
@@ -1474,7 +1474,7 @@ def report(plan) -> Report:
         Quantity(name="num_max_channels", value=NUM_MAX_CHANNELS, source=src.constants),
     ]
     inputs = {
-        "deepep_version": gen.id,
+        "version": gen.id, "deepep_version": gen.id,
         "num_ranks": plan.num_ranks, "num_ranks_per_node": plan.ranks_per_node,
         "scaleup_is_nvlink": plan.scaleup_is_nvlink,
         "num_rdma_ranks": domain.num_rdma_ranks, "num_nvl_ranks": domain.num_nvl_ranks,

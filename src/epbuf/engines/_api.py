@@ -60,7 +60,7 @@ _DEFAULT_MODEL = "deepseek-v3"
 def report(engine: str, *, model: object = None, hidden: int | None = None, num_topk: int | None = None,
            num_experts: int | None = None, num_shared_experts: int | None = None, num_ranks: int | None = None,
            num_nodes: int | None = None, num_ranks_per_node: int | None = None, flags: dict | None = None,
-           env: dict | None = None, version: str | None = None, deepep_version: str | None = None,
+           env: dict | None = None, version: str | None = None, backend_version: str | None = None,
            max_tokens_under_load: int | None = None, budget: int | None = None,
            device: object = None):
     """Size what ``engine`` allocates per device with these flags and environment.
@@ -76,7 +76,8 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
         flags: the engine's flags, name -> value (``{"--max-num-batched-tokens": 2048}``).
         env: the engine's environment variables, name -> value as text.
         version: engine version id (``None``: the newest).
-        deepep_version: DeepEP formula generation for GPU engines (``None``: newest).
+        backend_version: the EP library's formula generation (DeepEP version or commit id) for GPU
+            engines (``None``: newest).
         max_tokens_under_load: the most tokens one rank dispatches in one call under the load
             the user plans for (enables the ``load`` recommendations and findings).
         budget: bytes per device the buffers may take (enables ``budget`` recommendations).
@@ -102,8 +103,8 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
                             ("max_tokens_under_load", max_tokens_under_load, 1), ("budget", budget, 0)):
         if value is not None:
             c.int_range(name, value, lo, None)
-    if not spec.gpu and deepep_version is not None:
-        c.problems.append(EngineProblem("--deepep-version", deepep_version,
+    if not spec.gpu and backend_version is not None:
+        c.problems.append(EngineProblem("--backend-version", backend_version,
                                         f"engine {engine} does not use DeepEP (Ascend HCCL windows)"))
     c.raise_if_any()
 
@@ -114,7 +115,7 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
         engine=engine, version=version, hidden=base["hidden"].value, num_topk=base["num_topk"].value,
         num_experts=base["num_experts"].value, num_shared_experts=base["num_shared_experts"].value,
         model=spec_model, num_ranks=num_ranks, num_nodes=num_nodes, num_ranks_per_node=num_ranks_per_node,
-        settings=settings, deepep_version=deepep_version,
+        settings=settings, backend_version=backend_version,
         base_settings=tuple(v for k, v in base.items() if k != "num_shared_experts" or v.value or v.source == "flag"),
         load=max_tokens_under_load, budget=budget, device_name=device_name, device_num_bytes=device_bytes,
     )

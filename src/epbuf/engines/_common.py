@@ -324,7 +324,7 @@ class EngineContext(Record):
     num_ranks_per_node: int | None
     settings: dict
     base_settings: tuple
-    deepep_version: str | None = None
+    backend_version: str | None = None
     load: int | None = None
     budget: int | None = None
     device_name: str = ""

@@ -169,7 +169,7 @@ def v2_recommendations(ctx: EngineContext, knob: str, *, num_ranks: int, num_nvl
         try:
             return workspace + deepep_v2.calculate_buffer_size(
                 num_ranks, num_nvl_ranks, t, hidden, num_topk, use_fp8_dispatch, allow_hybrid_mode,
-                allow_multiple_reduction, deepep_version=generation)
+                allow_multiple_reduction, version=generation)
         except InvalidArgumentError:
             return None
 

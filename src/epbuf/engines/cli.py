@@ -78,8 +78,8 @@ def build_engine_parser(name: str) -> argparse.ArgumentParser:
     if spec.gpu:
         from ..backends import deepep_v1, deepep_v2
 
-        v.add_argument("--deepep-version", dest="deepep_version", metavar="ID",
-                       help="DeepEP formula generation (default newest): V1 "
+        v.add_argument("--backend-version", "--deepep-version", dest="backend_version", metavar="ID",
+                       help="DeepEP formula generation or commit (default newest): V1 "
                             + ", ".join(x.id for x in deepep_v1.list_versions()) + "; V2 " + ", ".join(deepep_v2.VERSIONS))
     e = p.add_argument_group(f"{spec.title} settings (spelled as {spec.title} spells them)")
     for k in spec.knobs:
@@ -128,7 +128,7 @@ def report_from_args(name: str, opts: argparse.Namespace):
     return report(
         name, model=_model_from_args(opts), hidden=opts.hidden, num_topk=opts.topk, num_experts=opts.experts,
         num_ranks=opts.ranks, num_nodes=opts.nodes, num_ranks_per_node=opts.gpus_per_node, flags=flags,
-        env=_env_pairs(opts.env), version=opts.engine_version, deepep_version=getattr(opts, "deepep_version", None),
+        env=_env_pairs(opts.env), version=opts.engine_version, backend_version=getattr(opts, "backend_version", None),
         max_tokens_under_load=opts.max_tokens_under_load, budget=opts.budget, device=_device_from_args(opts))
 
 

@@ -123,7 +123,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
     _deepep.check_ranks(num_ranks, "--expert-model-parallel-size")
     per_node, num_nodes = topology(ctx, num_ranks)
     num_sms, sms_setting = _num_sms(ctx)
-    version = deepep_v1.get_version(ctx.deepep_version)
+    version = deepep_v1.get_version(ctx.backend_version)
     hidden_bytes = deepep_v1.get_hidden_bytes(ctx.hidden, True)  # hidden x max(element size, 2), FP8 or BF16
 
     def hints(sms: int) -> tuple[list[Region], list[Region]]:

@@ -193,7 +193,7 @@ def _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, sett
     from ..backends import deepep_v1
     from ..plan import Plan
 
-    version = deepep_v1.get_version(ctx.deepep_version)
+    version = deepep_v1.get_version(ctx.backend_version)
     mode = ctx.value("--deepep-mode")
     normal, low_latency = mode in ("normal", "auto"), mode in ("low_latency", "auto")
     _deepep.check_ranks(num_ranks, "--tp-size")
@@ -237,7 +237,7 @@ def _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, sett
                 f"num_experts % group.size() == 0, {TD})")])
         plan = Plan(hidden=hidden, num_topk=ctx.num_topk, num_experts=num_experts, num_ranks=num_ranks,
                     num_ranks_per_node=per_node, num_max_tokens_per_rank=tokens, use_fp8_dispatch=_dispatch_dtype(ctx) == "fp8",
-                    deepep_version=version.id, model=ctx.model)
+                    version=version.id, model=ctx.model)
         ll_report = deepep_v1.report_low_latency(plan)
         ll_buf = ll_report.buffers[0]
         rdma_regions.append(Region(name="low-latency hint", num_bytes=ll_buf.num_bytes, num_bytes_used=ll_buf.num_bytes,
@@ -330,7 +330,7 @@ def _deepep_v2(ctx, num_ranks, per_node, extra_experts, settings, findings):
     plan = Plan(hidden=ctx.hidden, num_topk=ctx.num_topk, num_experts=ctx.num_experts,
                 num_redundant_experts=extra_experts, num_ranks=num_ranks, num_ranks_per_node=per_node,
                 num_max_tokens_per_rank=tokens, use_fp8_dispatch=fp8, allow_hybrid_mode=hybrid,
-                deepep_version=ctx.deepep_version, model=ctx.model)
+                version=ctx.backend_version, model=ctx.model)
     v2 = deepep_v2.report(plan)
     findings = list(findings) + list(v2.findings)
     if ctx.load is not None and ctx.load > tokens:
@@ -341,7 +341,7 @@ def _deepep_v2(ctx, num_ranks, per_node, extra_experts, settings, findings):
     findings += _deepep.budget_findings("sglang", ctx, v2.num_bytes)
     recs = _deepep.v2_recommendations(ctx, knob, num_ranks=num_ranks, num_nvl_ranks=per_node, hidden=ctx.hidden,
                                       num_topk=ctx.num_topk, use_fp8_dispatch=fp8, allow_hybrid_mode=hybrid,
-                                      allow_multiple_reduction=True, generation=v2.inputs["deepep_version"])
+                                      allow_multiple_reduction=True, generation=v2.inputs["version"])
     rep = v2.replace(backend="sglang/deepep_v2", title=f"SGLang --moe-a2a-backend deepep_v2: {v2.title}",
                      upstream=f"{REPO} {TD_V2} DeepEPv2Buffer.get_buffer; {v2.upstream}", findings=tuple(findings))
     return rep, recs

@@ -299,9 +299,9 @@ def _low_latency(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, to
     fp8 = bool(ctx.value("--fp8-dispatch"))
     plan = Plan(hidden=hidden, num_topk=ctx.num_topk, num_experts=ctx.num_experts, num_redundant_experts=redundant,
                 num_ranks=num_ranks, num_ranks_per_node=per_node, num_max_tokens_per_rank=tokens,
-                use_fp8_dispatch=fp8, deepep_version=ctx.deepep_version, model=ctx.model)
+                use_fp8_dispatch=fp8, version=ctx.backend_version, model=ctx.model)
     ll = deepep_v1.report_low_latency(plan)
-    version = deepep_v1.get_version(ctx.deepep_version)
+    version = deepep_v1.get_version(ctx.backend_version)
     nvl = _nvl_buffer(ctx)
     rdma = ll.buffers[0].replace(name="LL RDMA buffer")
     nvl_bytes, hint = nvl.num_bytes, rdma.num_bytes
@@ -389,7 +389,7 @@ def _load_findings(ctx: EngineContext, tokens: int, knob: str) -> list[Finding]:
 def _high_throughput(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, tokens, tokens_knob):
     from ..backends import deepep_v1
 
-    version = deepep_v1.get_version(ctx.deepep_version)
+    version = deepep_v1.get_version(ctx.backend_version)
     hidden = ht_hidden(ctx.hidden)
     fp8 = bool(ctx.value("--fp8-dispatch"))
     _deepep.check_ranks(num_ranks, "--ep-size")
@@ -508,7 +508,7 @@ def _v2(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, tokens, tok
     plan = Plan(hidden=hidden, num_topk=ctx.num_topk, num_experts=ctx.num_experts, num_redundant_experts=redundant,
                 num_ranks=num_ranks, num_ranks_per_node=per_node, num_max_tokens_per_rank=tokens,
                 use_fp8_dispatch=fp8, allow_hybrid_mode=hybrid, allow_multiple_reduction=amr,
-                deepep_version=ctx.deepep_version, model=ctx.model)
+                version=ctx.backend_version, model=ctx.model)
     v2 = deepep_v2.report(plan)
     findings = list(v2.findings)
     findings += _load_findings(ctx, tokens, tokens_knob)
@@ -523,7 +523,7 @@ def _v2(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, tokens, tok
                                         "VLLM_MOE_DP_CHUNK_SIZE as T as --engine-version dp-chunk asks", data={}))
     recs = _deepep.v2_recommendations(ctx, tokens_knob, num_ranks=num_ranks, num_nvl_ranks=per_node, hidden=hidden,
                                       num_topk=ctx.num_topk, use_fp8_dispatch=fp8, allow_hybrid_mode=hybrid,
-                                      allow_multiple_reduction=amr, generation=v2.inputs["deepep_version"])
+                                      allow_multiple_reduction=amr, generation=v2.inputs["version"])
     rep = v2.replace(backend="vllm/deepep_v2",
                      title=f"vLLM --all2all-backend deepep_v2 ({ctx.version}): {v2.title}",
                      upstream=f"{REPO} {A2A} DeepEPV2All2AllManager; {v2.upstream}",
