@@ -120,7 +120,32 @@ def test_cli_sweep_errors(capsys, argv, needle):
 
 
 def test_huge_sweeps_are_refused_before_any_work(capsys):
-    for argv in (["sweep", "--tokens", "1:100000000"], ["sweep", "--tokens", "1:1000000", "--ranks", "1:8"]):
+    for argv in (["sweep", "--tokens", "1:100000000"], ["sweep", "--tokens", "1:100000", "--ranks", "1:8"],
+                 # issue 9: 200 ranges, each under the cap, together far over it (6 GB before the fix)
+                 ["sweep", "--tokens", ",".join(["1:1999999"] * 200)]):
         code = main(argv)
         err = capsys.readouterr().err
-        assert code == 2 and "2,000,000" in err and err.count("\n") == 1, err
+        assert code == 2 and "200,000" in err and err.count("\n") == 1, err
+
+
+def test_the_cap_is_counted_before_ranges_expand():
+    """Counting happens before ``range`` is materialised: a range of 10^18 values answers at once."""
+    from epbuf.errors import InvalidArgumentError
+    from epbuf.sweep import parse_values
+
+    with pytest.raises(InvalidArgumentError, match="more than 200,000 values"):
+        parse_values("1:1000000000000000000", "--tokens")
+    with pytest.raises(InvalidArgumentError, match="use a list"):
+        parse_values("1" + "0" * 5000, "--tokens")  # int() refuses 4,301+ digits: one line, not a traceback
+
+
+def test_progress_is_reported_to_the_end():
+    from epbuf import Plan
+    from epbuf.sweep import PROGRESS_EVERY, sweep
+
+    seen = []
+    base = Plan(hidden=7168, num_topk=8, num_experts=256, num_ranks=8, num_max_tokens_per_rank=1)
+    total = PROGRESS_EVERY + 5
+    sweep(base, {"num_max_tokens_per_rank": list(range(1, total + 1))}, ["ascend"],
+          progress=lambda done, n: seen.append((done, n)))
+    assert seen[0] == (0, total) and (PROGRESS_EVERY, total) in seen and seen[-1] == (total, total)

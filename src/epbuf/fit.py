@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from ._record import Record
 from ._search import largest_true
-from .errors import EpbufError
-from .plan import Plan, report
+from .errors import EpbufError, InvalidArgumentError, Problem, check_int
+from .plan import Plan, get_backend, report
 from .report import Report, summary_of
 from .units import INT32_MAX
 
@@ -68,6 +68,18 @@ class FitResult(Record):
     binding_region: str = ""
 
 
+def _check_arguments(plan: object, backend: object, budget: object, bound_name: str, bound: object) -> None:
+    """The arguments of :func:`fit_tokens` / :func:`fit_ranks`, each named in one line."""
+    if not isinstance(plan, Plan):
+        raise InvalidArgumentError([Problem("plan", plan, "must be an epbuf.Plan")])
+    get_backend(backend)  # one-line UnknownNameError
+    if type(budget) is not int:
+        raise InvalidArgumentError([Problem("budget", budget, "must be an integer number of bytes "
+                                            "(epbuf.units.parse_bytes reads '8GiB')")])
+    check_int("budget", budget, 1, None, "a positive number of bytes")
+    check_int(bound_name, bound, 1, INT32_MAX)
+
+
 def _evaluate(plan: Plan, backend: str, changes: dict) -> Report | EpbufError:
     try:
         return report(plan.replace(**changes), backend)
@@ -86,8 +98,11 @@ def fit_tokens(plan: Plan, backend: str, budget: int, max_tokens: int = INT32_MA
     and breaks no upstream limit that the smallest token count keeps.
 
     Raises:
-        EpbufError: the plan is invalid for ``backend`` whatever the token count.
+        EpbufError: the plan is invalid for ``backend`` whatever the token count, or an
+            argument is not what it should be (``budget`` a positive ``int`` of bytes,
+            ``max_tokens`` an ``int`` in ``1..2^31-1``).
     """
+    _check_arguments(plan, backend, budget, "max_tokens", max_tokens)
     variable = "num_max_tokens_per_rank"
     first = report(plan.replace(num_max_tokens_per_rank=1), backend)  # raises for token-independent errors
     constant = _broken(first)
@@ -123,7 +138,12 @@ def fit_ranks(plan: Plan, backend: str, budget: int, max_ranks: int = MAX_RANKS_
     Every rank count from 1 to ``max_ranks`` that the backend accepts for this plan
     (experts divisible, supported topology ...) is evaluated; ranks per node follow the
     plan (``None``: ``min(ranks, 8)``).
+
+    Raises:
+        EpbufError: no rank count is valid, or an argument is not what it should be
+            (``budget`` a positive ``int`` of bytes, ``max_ranks`` an ``int`` >= 1).
     """
+    _check_arguments(plan, backend, budget, "max_ranks", max_ranks)
     variable = "num_ranks"
     candidates: dict[int, Report] = {}
     for ranks in range(1, max_ranks + 1):

@@ -342,6 +342,37 @@ NESTED_KEYS = ("text_config", "language_config", "ffn_config")
 _KINDS = {list: "an array", str: "a string", bool: "true/false", int: "a number", float: "a number"}
 
 
+#: A real config.json is kilobytes; anything larger is the wrong file (or /dev/zero).
+MAX_CONFIG_BYTES = 64 * 1024 * 1024
+
+
+def _read_config_text(file: str, fail) -> str:
+    """The text of ``file``: a regular file of at most :data:`MAX_CONFIG_BYTES`, UTF-8.
+    Devices, pipes and sockets are refused before opening (a FIFO would block forever,
+    ``/dev/zero`` would fill memory)."""
+    import stat
+
+    try:
+        st = os.stat(file)
+    except OSError as error:
+        raise fail(f"cannot read ({error.strerror or error})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise fail("not a regular file (a device, pipe or socket); give a config.json file")
+    if st.st_size > MAX_CONFIG_BYTES:
+        raise fail(f"{st.st_size:,} B is too large for a config.json (at most {MAX_CONFIG_BYTES:,} B)")
+    try:
+        with open(file, "rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as error:
+        raise fail(f"cannot read ({error.strerror or error})") from None
+    if len(data) > MAX_CONFIG_BYTES:  # it grew while we looked
+        raise fail(f"more than {MAX_CONFIG_BYTES:,} B; too large for a config.json")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise fail(f"not UTF-8 text ({error.reason} at byte {error.start})") from None
+
+
 def read_model_config(path: str | os.PathLike) -> ModelSpec:
     """Read a model's shape from a Hugging Face ``config.json`` (or the folder holding it).
 
@@ -367,6 +398,8 @@ def read_model_config(path: str | os.PathLike) -> ModelSpec:
             expert count. One line, naming the file and the key.
     """
     given = os.fspath(path)
+    if given == "":
+        raise ConfigFileError("--model-config: the path is empty; give a config.json or the folder holding it")
     file = given
     if os.path.isdir(given):
         file = os.path.join(given, "config.json")
@@ -381,13 +414,7 @@ def read_model_config(path: str | os.PathLike) -> ModelSpec:
     def fail(what: str) -> ConfigFileError:
         return ConfigFileError(f"--model-config: {file}: {what}")
 
-    try:
-        with open(file, encoding="utf-8") as handle:
-            text = handle.read()
-    except UnicodeDecodeError as error:
-        raise fail(f"not UTF-8 text ({error.reason} at byte {error.start})") from None
-    except OSError as error:
-        raise fail(f"cannot read ({error.strerror or error})") from None
+    text = _read_config_text(file, fail)
 
     import json
 
@@ -397,6 +424,8 @@ def read_model_config(path: str | os.PathLike) -> ModelSpec:
         raise fail(f"not JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
     except RecursionError:
         raise fail("not JSON this reader accepts (nested too deeply)") from None
+    except ValueError as error:  # an integer beyond Python's int-from-text digit limit
+        raise fail(f"not JSON this reader accepts ({str(error).split(';')[0]})") from None
     if not isinstance(config, dict):
         kind = "null" if config is None else _KINDS.get(type(config), type(config).__name__)
         raise fail(f"top level is {kind}, expected a JSON object {{...}}")

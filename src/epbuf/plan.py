@@ -92,6 +92,8 @@ class Plan(Record):
                     self.num_ranks_per_node,
                     f"must divide num_ranks = {self.num_ranks} (ranks = nodes x ranks per node)",
                 )
+        if not isinstance(self.model, str):
+            c.add("model", self.model, "must be a string (a label for reports)")
         for name in ("use_fp8_dispatch", "scaleup_is_nvlink", "allow_hybrid_mode", "allow_multiple_reduction"):
             if not isinstance(getattr(self, name), bool):
                 c.add(name, getattr(self, name), "must be True or False")
@@ -133,7 +135,7 @@ def get_backend(name: str):
     """The ``report(plan) -> Report`` function of backend ``name``."""
     try:
         module_name, function, _ = BACKENDS[name]
-    except KeyError:
+    except (KeyError, TypeError):  # TypeError: an unhashable name, e.g. a list
         raise UnknownNameError(
             f"--backend (backend) = {name!r}: unknown; choose one of {', '.join(BACKENDS)}"
         ) from None
@@ -149,6 +151,10 @@ def report(plan: Plan, backend: str = "ascend") -> Report:
         UnknownNameError: ``backend`` is not one of :func:`backend_names`.
         InvalidArgumentError: the plan breaks one of the backend's upstream limits.
     """
+    if not isinstance(plan, Plan):
+        from .errors import InvalidArgumentError, Problem
+
+        raise InvalidArgumentError([Problem("plan", plan, "must be an epbuf.Plan")])
     rep = get_backend(backend)(plan)
     if plan.model and "model" not in rep.inputs:
         rep = rep.replace(inputs={"model": plan.model, **rep.inputs})
@@ -175,7 +181,7 @@ def summarizer(backend: str):
     the summary of the full report."""
     try:
         module_name, function, _ = BACKENDS[backend]
-    except KeyError:
+    except (KeyError, TypeError):
         get_backend(backend)  # raises the one-line UnknownNameError
         raise
     import importlib
@@ -200,7 +206,13 @@ def compare(plan: Plan, backends: tuple[str, ...] | list[str] | None = None) -> 
     from .errors import EpbufError
 
     results: dict[str, Report | Exception] = {}
-    for name in backends or backend_names():
+    names = backends if backends else backend_names()
+    if not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
+        from .errors import InvalidArgumentError, Problem
+
+        raise InvalidArgumentError([Problem("backends", backends, "must be a list of backend names, e.g. "
+                                            f"{list(backend_names())[:2]}")])
+    for name in names:
         try:
             results[name] = report(plan, name)
         except EpbufError as error:

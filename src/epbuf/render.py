@@ -78,9 +78,12 @@ def render_report(report: Report, device: tuple[str, int] | None = None, verbose
             largest = b.binding_region()
             out.append(f"  max:               {bytes_cell(largest.num_bytes)}   ({largest.name})")
         out.append(f"  allocated (hint):  {bytes_cell(b.num_bytes)}")
-        if b.num_bytes_needed != b.num_bytes:
+        if b.num_bytes_needed < b.num_bytes:
             out.append(f"  real need:         {bytes_cell(b.num_bytes_needed)}   "
                        f"(hint over-reserves {bytes_cell(b.num_bytes - b.num_bytes_needed)})")
+        elif b.num_bytes_needed > b.num_bytes:
+            out.append(f"  real need:         {bytes_cell(b.num_bytes_needed)}   "
+                       f"(hint UNDER-reserves {bytes_cell(b.num_bytes_needed - b.num_bytes)})")
         else:
             out.append(f"  real need:         {bytes_cell(b.num_bytes_needed)}   (the hint reserves exactly this)")
         out.append("")

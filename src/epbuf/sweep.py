@@ -22,9 +22,12 @@ from .plan import Plan, get_backend, summarizer
 
 __all__ = ["AXES", "COLUMNS", "MAX_CONFIGURATIONS", "SweepResult", "sweep", "parse_values"]
 
-# Rows are kept in memory (a few hundred bytes each) and the table is printed whole: beyond
-# this a sweep is more likely a typo (1:100000000) than a question.
-MAX_CONFIGURATIONS = 2_000_000
+# Rows are kept in memory (a few hundred bytes each) and the table is printed whole. At this
+# cap a sweep runs in about 3 s within about 350 MB, even with --json (benchmarks/README.md);
+# beyond it a sweep is more likely a typo (1:100000000) than a question.
+MAX_CONFIGURATIONS = 200_000
+# Rows between two calls of a sweep's progress callback.
+PROGRESS_EVERY = 10_000
 
 # Plan fields a sweep may vary, in column order.
 AXES = ("hidden", "num_topk", "num_experts", "num_ranks", "num_max_tokens_per_rank", "use_fp8_dispatch")
@@ -43,8 +46,12 @@ class SweepResult(Record):
         return [row[i] for row in self.rows]
 
 
-def sweep(base: Plan, axes: dict[str, list], backends: list[str] | tuple[str, ...]) -> SweepResult:
+def sweep(base: Plan, axes: dict[str, list], backends: list[str] | tuple[str, ...],
+          progress=None) -> SweepResult:
     """Every combination of ``axes`` values (plan fields from :data:`AXES`) for every backend.
+
+    ``progress(done, total)``, when given, is called every :data:`PROGRESS_EVERY` rows and
+    once at the end (the CLI draws a progress line on a terminal with it).
 
     Raises:
         InvalidArgumentError: an axis value that no plan may have (checked once per value).
@@ -73,10 +80,12 @@ def sweep(base: Plan, axes: dict[str, list], backends: list[str] | tuple[str, ..
     values = [list(axes[name]) for name in names]
     axis_values = operator.itemgetter(*AXES)
     new = Plan.__new__
-    rows = []
+    rows: list = []
     for backend in backends:
         fn = summarizer(backend)
         for combo in itertools.product(*values):
+            if progress is not None and len(rows) % PROGRESS_EVERY == 0:
+                progress(len(rows), count)
             # Plan._trusted, inlined: this loop runs once per configuration
             plan = new(Plan)
             fields = plan.__dict__
@@ -89,6 +98,8 @@ def sweep(base: Plan, axes: dict[str, list], backends: list[str] | tuple[str, ..
             else:
                 rows.append((backend,) + axis_values(fields)
                             + (s.num_bytes, s.num_bytes_needed, s.binding, ";".join(s.broken), ""))
+    if progress is not None:
+        progress(len(rows), count)
     varying = tuple(["backend"] if len(backends) > 1 else []) + tuple(n for n in names if len(axes[n]) > 1)
     return SweepResult(columns=COLUMNS, rows=rows, varying=varying)
 
@@ -96,17 +107,31 @@ def sweep(base: Plan, axes: dict[str, list], backends: list[str] | tuple[str, ..
 def parse_values(text: str, option: str, integer: bool = True) -> list:
     """``"8,16,32"``, ``"1:8"`` (inclusive), ``"128:4096:128"`` (step), ``"128:4096:*2"`` (x2 each step).
 
+    The number of values is counted before any range is expanded, over the whole text
+    (200 comma-joined ranges count together), and capped at :data:`MAX_CONFIGURATIONS`.
+
     Raises:
         InvalidArgumentError: one line naming ``option``, the text and the accepted forms.
     """
     from .errors import InvalidArgumentError, Problem
 
     forms = "a list 8,16,32, a range 1:64 (inclusive), 128:4096:128 (step) or 128:4096:*2 (geometric)"
+    argument = option.lstrip("-").replace("-", "_")
+    shown = text if len(text) <= 60 else text[:57] + "..."
     out: list[int] = []
+
+    def room(extra: int) -> None:
+        if len(out) + extra > MAX_CONFIGURATIONS:
+            raise InvalidArgumentError([Problem(argument, shown, f"more than {MAX_CONFIGURATIONS:,} values; "
+                                                                 "narrow the range")])
+
     try:
         for part in text.split(","):
             part = part.strip().replace("_", "")
+            if len(part) > 30:  # no size or count here has more digits; int() of 4,301+ digits raises
+                raise ValueError
             if ":" not in part:
+                room(1)
                 out.append(int(part))
                 continue
             pieces = part.split(":")
@@ -122,19 +147,18 @@ def parse_values(text: str, option: str, integer: bool = True) -> list:
                     raise ValueError
                 x = lo
                 while x <= hi:
+                    room(1)
                     out.append(x)
                     x *= factor
             else:
                 if int(step) < 1:
                     raise ValueError
-                if (hi - lo) // int(step) + 1 > MAX_CONFIGURATIONS:
-                    raise InvalidArgumentError([Problem(option.lstrip("-").replace("-", "_"), text,
-                                                        f"more than {MAX_CONFIGURATIONS:,} values; narrow the range")])
+                room((hi - lo) // int(step) + 1)
                 out.extend(range(lo, hi + 1, int(step)))
     except InvalidArgumentError:
         raise
     except ValueError:
-        raise InvalidArgumentError([Problem(option.lstrip("-").replace("-", "_"), text, f"use {forms}")]) from None
+        raise InvalidArgumentError([Problem(argument, shown, f"use {forms}")]) from None
     if not out:
-        raise InvalidArgumentError([Problem(option.lstrip("-").replace("-", "_"), text, f"no values; use {forms}")])
+        raise InvalidArgumentError([Problem(argument, shown, f"no values; use {forms}")])
     return list(dict.fromkeys(out))
