@@ -121,7 +121,7 @@ def test_unknown_devices(name):
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith(f"--device (device) = {name!r}: unknown; ")
-    assert "known: " + ", ".join(DEVICES) in message and "--hbm" in message
+    assert f"`epbuf devices` lists all {len(DEVICES)}" in message and "--hbm" in message
     assert isinstance(info.value, EpbufError)
 
 

@@ -12,14 +12,16 @@ read from a copy of the model's published ``config.json``; ``source`` says which
 'qwen3-235b-a22b'
 >>> get_model("meta-llama/Llama-4-Scout-17B-16E-Instruct").title
 'Llama-4-Scout'
+>>> get_model("deepseek-ai/DeepSeek-R1-0528").notes.split(";")[0]
+'architecture of the deepseek-r1 preset: variant of DeepSeek-R1 (suffix 0528)'
 >>> get_model("deepseek-v4")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-epbuf.errors.UnknownNameError: --model (model) = 'deepseek-v4': unknown; did you mean deepseek-v3, deepseek-v2, deepseek-v3.2? known: deepseek-v3, ...
+epbuf.errors.UnknownNameError: --model (model) = 'deepseek-v4': unknown; did you mean deepseek-v3, deepseek-v2, deepseek-v3.2? `epbuf models` lists all 25; or read ...
 
 Names are matched ignoring case, an ``org/`` prefix and the separators ``- _ .`` and
 spaces, so ``"DeepSeek-V3"``, ``"deepseek_v3"`` and ``"deepseek-ai/DeepSeek-V3"`` are the
-same preset. (The doctest above elides the long ``known:`` list with ``...``.)
+same preset.
 
 Anything this module does not know can be read from the model's own ``config.json``
 with :func:`read_model_config`; ``json`` is imported only then, to keep the CLI's cold
@@ -39,6 +41,9 @@ __all__ = [
     "model_names",
     "get_model",
     "read_model_config",
+    "find_cached_config",
+    "hf_cache_dirs",
+    "VARIANTS",
     "HIDDEN_KEYS",
     "EXPERT_KEYS",
     "TOPK_KEYS",
@@ -281,41 +286,168 @@ def _index(table: dict, titles: bool = True) -> dict[str, str]:
 
 
 def _lookup(table: dict, index: dict, name: str, argument: str, fallback: str):
-    """``table[...]`` for ``name`` or an :class:`UnknownNameError` naming ``argument``."""
+    """``table[...]`` for ``name`` or an :class:`UnknownNameError` naming ``argument``, the three
+    closest names and the command that lists them all (``epbuf models`` / ``epbuf devices``)."""
     key = index.get(_fold(name))
     if key is not None:
         return table[key]
+    raise UnknownNameError(f"--{argument} ({argument}) = {_shown(name)}: unknown; {_suggest(index, name)}"
+                           f"`epbuf {argument}s` lists all {len(table)}; {fallback}")
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _suggest(index: dict, name: str) -> str:
+    """``"did you mean a, b, c? "``: names that start with what was typed first, then difflib's nearest."""
     import difflib
 
-    # Names that start with what was typed ("a100", "qwen3") first, then difflib's nearest.
     wanted = _fold(name)
     prefixed = [folded for folded in index if wanted and folded.startswith(wanted)]
     close: list[str] = []
     for folded in prefixed + difflib.get_close_matches(wanted, list(index), n=6, cutoff=0.6):
         if index[folded] not in close:
             close.append(index[folded])
-    limit = min(max(3, len({index[f] for f in prefixed})), 5)
-    hint = f"did you mean {', '.join(close[:limit])}? " if close else ""
-    raise UnknownNameError(
-        f"--{argument} ({argument}) = {name!r}: unknown; {hint}known: {', '.join(table)}; {fallback}"
-    )
+    return f"did you mean {', '.join(close[:3])}? " if close else ""
 
 
 _MODEL_INDEX: dict[str, str] = {}
 
+#: Published variants that keep a preset's architecture (same hidden size, experts, top-k):
+#: folded name -> (preset, where the equality was read). Checked after the presets, so a
+#: Hugging Face id of a variant answers without its config.json.
+VARIANTS: dict[str, tuple[str, str]] = {
+    "glm46": ("glm-4.5", "GLM-4.6 config (hidden_size 5120, 160 routed + 1 shared experts, top-8, 92 layers): "
+                         "github.com/andreidhoang/stanford-ai LLM/glm-4.6-training-pipeline/docs/GLM-4.6_DEEP_DIVE.md "
+                         "(a copy of the published config; secondary source)"),
+}
+#: Suffixes of released variants that do not change the architecture; stripped (repeatedly,
+#: from the end) to find the preset of e.g. ``DeepSeek-R1-0528`` or ``Qwen3-30B-A3B-Instruct-2507``.
+_VARIANT_SUFFIXES = ("instruct", "thinking", "chat", "base", "fp8", "bf16", "awq", "gptq", "int4", "int8", "hf")
+
+
+def _variant(name: str) -> ModelSpec | None:
+    """The preset whose architecture a released variant keeps, retitled with the variant's name."""
+    import re
+
+    words = [w for w in re.split(r"[-_. /]+", str(name).strip().rsplit("/", 1)[-1].lower()) if w]
+    trimmed = list(words)
+    while trimmed:
+        key = _MODEL_INDEX.get("".join(trimmed))
+        found = VARIANTS.get("".join(trimmed))
+        if found is not None:
+            key = found[0]
+        if key is not None and trimmed != words:
+            how = found[1] if found is not None else f"variant of {MODELS[key].title} (suffix {'-'.join(words[len(trimmed):])})"
+            break
+        if key is not None and found is not None:
+            how = found[1]
+            break
+        last = trimmed[-1]
+        if last in _VARIANT_SUFFIXES or (last.isdigit() and len(last) == 4):
+            trimmed.pop()
+            continue
+        return None
+    else:
+        return None
+    spec = MODELS[key]
+    title = str(name).strip().rsplit("/", 1)[-1]
+    notes = f"architecture of the {spec.name} preset: {how}" + (f"; {spec.notes}" if spec.notes else "")
+    return spec.replace(name=title.lower(), title=title, notes=notes,
+                        hf_id=str(name).strip() if "/" in str(name) else "", aliases=())
+
 
 def get_model(name: str) -> ModelSpec:
-    """The preset called ``name`` (a preset name, title, alias or Hugging Face id).
+    """The preset called ``name`` (a preset name, title, alias or Hugging Face id), or the
+    model of a Hugging Face id whose ``config.json`` is in the local cache, or a released
+    variant of a preset (``DeepSeek-R1-0528``, ``Qwen3-30B-A3B-Instruct-2507``, ``GLM-4.6``).
 
     Matching ignores case, an ``org/`` prefix and the separators ``- _ .`` and spaces.
+    The cache is read offline (:func:`find_cached_config`); a preset name wins over it.
 
     Raises:
-        UnknownNameError: no preset matches; the one-line message suggests the closest
-            names and lists all of them.
+        UnknownNameError: none of these; the one-line message suggests the three closest
+            names and points to ``epbuf models``.
     """
+    if not isinstance(name, str) or not name.strip():
+        raise UnknownNameError(f"--model (model) = {_shown(name)}: empty; name a preset (`epbuf models`), a "
+                               "Hugging Face id in the local cache, or read a file with --model-config PATH")
     if not _MODEL_INDEX:
         _MODEL_INDEX.update(_index(MODELS))
-    return _lookup(MODELS, _MODEL_INDEX, name, "model", "or read the model's own file with --model-config PATH")
+    key = _MODEL_INDEX.get(_fold(name))
+    if key is not None:
+        return MODELS[key]
+    cached = find_cached_config(name)
+    if cached is not None:
+        return read_model_config(cached)
+    variant = _variant(name)
+    if variant is not None:
+        return variant
+    return _lookup(MODELS, _MODEL_INDEX, name, "model",
+                   "or read the model's own file with --model-config PATH (a Hugging Face id works when its "
+                   "config.json is in the local cache)")
+
+
+# ------------------------------------------------------------------- Hugging Face cache
+
+
+def hf_cache_dirs() -> tuple[str, ...]:
+    """Where ``huggingface_hub`` keeps downloaded repositories, in its own order:
+    ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else ``XDG_CACHE_HOME/huggingface/hub``, else
+    ``~/.cache/huggingface/hub`` (huggingface_hub ``constants.py``)."""
+    env = os.environ
+    if env.get("HF_HUB_CACHE"):
+        return (env["HF_HUB_CACHE"],)
+    if env.get("HF_HOME"):
+        return (os.path.join(env["HF_HOME"], "hub"),)
+    xdg = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return (os.path.join(xdg, "huggingface", "hub"),)
+
+
+def find_cached_config(repo_id: str) -> str | None:
+    """The ``config.json`` of Hugging Face repo ``repo_id`` (``org/name``) in the local
+    cache, or ``None``: ``models--org--name/snapshots/<rev>/config.json`` for the revision
+    ``refs/main`` names, else the most recently modified snapshot that has one. Matching
+    is exact first, then ignoring case. Nothing is downloaded."""
+    if "/" not in repo_id or repo_id.count("/") != 1 or ".." in repo_id:
+        return None
+    folder_name = "models--" + repo_id.strip().replace("/", "--")
+    for cache in hf_cache_dirs():
+        try:
+            entries = os.listdir(cache)
+        except OSError:
+            continue
+        matches = [e for e in entries if e == folder_name] or [e for e in entries if e.lower() == folder_name.lower()]
+        for entry in matches:
+            repo = os.path.join(cache, entry)
+            snapshots = os.path.join(repo, "snapshots")
+            try:
+                with open(os.path.join(repo, "refs", "main"), encoding="utf-8") as f:
+                    main = f.read(100).strip()
+            except OSError:
+                main = ""
+            candidate = os.path.join(snapshots, main, "config.json") if main else ""
+            if candidate and os.path.isfile(candidate):
+                return candidate
+            try:
+                revisions = [os.path.join(snapshots, rev, "config.json") for rev in os.listdir(snapshots)]
+            except OSError:
+                continue
+            found = [c for c in revisions if os.path.isfile(c)]
+            if found:
+                return max(found, key=os.path.getmtime)
+    return None
+
+
+def _repo_id_of(file: str) -> str:
+    """``org/name`` when ``file`` lies in a Hugging Face cache snapshot, else ``""``."""
+    parts = os.path.abspath(file).split(os.sep)
+    for i in range(len(parts) - 3, -1, -1):
+        if parts[i].startswith("models--") and i + 1 < len(parts) and parts[i + 1] == "snapshots":
+            return parts[i][len("models--"):].replace("--", "/", 1)
+    return ""
 
 
 # ----------------------------------------------------------------------- config.json
@@ -373,7 +505,10 @@ def _read_config_text(file: str, fail) -> str:
         raise fail(f"not UTF-8 text ({error.reason} at byte {error.start})") from None
 
 
-def read_model_config(path: str | os.PathLike) -> ModelSpec:
+_FILL_OPTIONS = {"hidden": "--hidden", "num_experts": "--experts", "num_topk": "--topk"}
+
+
+def read_model_config(path: str | os.PathLike, *, fill: dict | None = None) -> ModelSpec:
     """Read a model's shape from a Hugging Face ``config.json`` (or the folder holding it).
 
     Search order: for each quantity, the top-level object first, then ``text_config``,
@@ -387,9 +522,15 @@ def read_model_config(path: str | os.PathLike) -> ModelSpec:
     otherwise Llama-4 (``model_type`` ``llama4``/``llama4_text``) has 1 built in; otherwise 0.
     Layers and dtype are optional (0 and ``""`` when absent).
 
+    ``fill`` gives values for keys the file lacks (``{"hidden": ..., "num_experts": ...,
+    "num_topk": ...}``, from ``--hidden``/``--experts``/``--topk``): a config without a
+    top-k key plus ``--topk 8`` is a complete shape (the notes say which came from where).
+
     Returns:
         A :class:`ModelSpec` with ``name`` = the config's ``model_type``, ``title`` = the
-        folder's name, ``source`` = the file read and ``notes`` = the keys used.
+        Hugging Face repo id when the file lies in the HF cache, else the config's
+        ``_name_or_path``, else the folder's name; ``source`` = the file read and
+        ``notes`` = the keys used.
 
     Raises:
         ConfigFileError: the file is missing, unreadable, not JSON, not a JSON object,
@@ -440,12 +581,15 @@ def read_model_config(path: str | os.PathLike) -> ModelSpec:
                     return prefix + key, scope[key]
         return None
 
-    def number(keys: tuple[str, ...], what: str, lowest: int = 1, required: bool = True):
+    def number(keys: tuple[str, ...], what: str, lowest: int = 1, required: bool = True, field: str = ""):
         found = find(keys)
+        if found is None and fill and fill.get(field) is not None:
+            return _FILL_OPTIONS[field], fill[field]
         if found is None:
             if required:
+                option = f"; or give it with {_FILL_OPTIONS[field]}" if field else ""
                 raise fail(
-                    f"no {what}; tried keys {', '.join(keys)} (also under {', '.join(NESTED_KEYS)})"
+                    f"no {what}; tried keys {', '.join(keys)} (also under {', '.join(NESTED_KEYS)}){option}"
                 )
             return None
         key, value = found
@@ -457,9 +601,9 @@ def read_model_config(path: str | os.PathLike) -> ModelSpec:
             raise fail(f"{key} = {shown}: must be {need}")
         return key, value
 
-    hidden_key, hidden = number(HIDDEN_KEYS, "hidden size")
-    experts_key, num_experts = number(EXPERT_KEYS, "routed expert count")
-    topk_key, num_topk = number(TOPK_KEYS, "experts-per-token (top-k)")
+    hidden_key, hidden = number(HIDDEN_KEYS, "hidden size", field="hidden")
+    experts_key, num_experts = number(EXPERT_KEYS, "routed expert count", field="num_experts")
+    topk_key, num_topk = number(TOPK_KEYS, "experts-per-token (top-k)", field="num_topk")
     if num_topk > num_experts:
         raise fail(f"{topk_key} = {num_topk} is more than {experts_key} = {num_experts}")
     used = [f"{hidden_key}={hidden}", f"{experts_key}={num_experts}", f"{topk_key}={num_topk}"]
@@ -491,10 +635,19 @@ def read_model_config(path: str | os.PathLike) -> ModelSpec:
     dtype = dtype_found[1] if dtype_found is not None and isinstance(dtype_found[1], str) else ""
 
     model_type = config.get("model_type")
-    folder = os.path.basename(os.path.dirname(os.path.abspath(file)))
+    # Name the model by what it is: the cache's repo id, else the config's own _name_or_path,
+    # else its folder (a snapshot folder is a commit hash, never a name).
+    repo_id = _repo_id_of(file)
+    name_or_path = config.get("_name_or_path")
+    if repo_id:
+        title = repo_id
+    elif isinstance(name_or_path, str) and name_or_path.strip() and len(name_or_path) <= 200:
+        title = name_or_path.strip().rstrip("/")
+    else:
+        title = os.path.basename(os.path.dirname(os.path.abspath(file)))
     return ModelSpec(
         name=model_type if isinstance(model_type, str) else "",
-        title=folder,
+        title=title,
         hidden=hidden,
         num_experts=num_experts,
         num_topk=num_topk,
