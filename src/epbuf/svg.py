@@ -3,7 +3,7 @@
 For every token record of a report: a bar of coloured fields drawn to scale, with the
 offsets of field boundaries, and — when one field (the hidden data) dwarfs the rest — a
 zoomed bar of the record's tail so the scale factors, indices, weights and padding can
-be read. Fields that a reader view places past the record stride are drawn beyond the
+be read (and one of the head, when a small header precedes it). Fields that a reader view places past the record stride are drawn beyond the
 record's end in red. Then, for every region that is an array of records, a grid of
 slots (ranks x tokens) with each slot's byte offset.
 """
@@ -48,14 +48,41 @@ def _text(x: float, y: float, text: str, size: int = 12, anchor: str = "start", 
             f"font-weight='{weight}' {FONT}>{escape(text)}</text>")
 
 
+_CHAR_WIDTH = {10: 6.0, 11: 6.6, 12: 7.2, 14: 8.8, 18: 11.0}  # DejaVu Sans, average advance per character
+_LABEL_ROWS = 3
+
+
+def _width(text: str, size: int) -> float:
+    return len(text) * _CHAR_WIDTH.get(size, size * 0.6)
+
+
+def _wrap(text: str, size: int, width: float = WIDTH - 2 * LEFT) -> list[str]:
+    """``text`` broken at spaces into lines that fit ``width`` pixels at font ``size``."""
+    limit = max(10, int(width / _CHAR_WIDTH.get(size, size * 0.6)))
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        candidate = f"{line} {word}" if line else word
+        if len(candidate) <= limit or not line:
+            line = candidate
+        else:
+            lines.append(line)
+            line = word
+    if line:
+        lines.append(line)
+    return lines
+
+
 def _bar(record: RecordLayout, start: int, end: int, y: float, extra: dict[str, str], label_offsets: bool) -> list[str]:
     """Fields intersecting ``[start, end)`` drawn from x=LEFT, scaled so ``end - start`` spans BAR_WIDTH.
-    Anything past the record stride is outlined in red."""
+    Anything past the record stride is outlined in red. Every field boundary gets a tick; its
+    offset is written in the first of three label rows where it does not touch a neighbour,
+    and left out (the zoomed bar shows it) when no row has room."""
     out: list[str] = []
     span = max(1, end - start)
     scale = BAR_WIDTH / span
     stride = record.num_bytes
-    last_label_x = [-1e9, -1e9]  # two staggered label rows, so close boundaries still get a label
+    row_ends = [-1e9] * _LABEL_ROWS
     for f in record.fields:
         lo, hi = max(f.offset, start), min(f.end, end)
         if hi <= lo:
@@ -69,17 +96,22 @@ def _bar(record: RecordLayout, start: int, end: int, y: float, extra: dict[str, 
         out.append(f"<rect x='{x0:.1f}' y='{y:.1f}' width='{w:.1f}' height='{BAR_HEIGHT}' fill='{fill}'{pattern} {stroke}>"
                    f"<title>{escape(f.name)}: bytes {f.offset}..{f.end} ({f.num_bytes} B)</title></rect>")
         label = "pad" if f.is_padding else f.name
-        if w >= 7 * len(label) + 6:
+        if w >= _width(label, 11) + 6:
             color = "#333" if f.is_padding else "#fff"
             out.append(_text(x0 + w / 2, y + BAR_HEIGHT / 2 + 4, label, 11, "middle", color))
         if label_offsets:
-            for row in (0, 1):
-                if x0 - last_label_x[row] >= 44:
-                    drop = 5 + 12 * row
-                    out.append(f"<line x1='{x0:.1f}' y1='{y + BAR_HEIGHT:.1f}' x2='{x0:.1f}' "
-                               f"y2='{y + BAR_HEIGHT + drop:.1f}' stroke='#555'/>")
-                    out.append(_text(x0, y + BAR_HEIGHT + 16 + 12 * row, format_int(lo), 10, "middle", "#444"))
-                    last_label_x[row] = x0
+            text = format_int(lo)
+            half = _width(text, 10) / 2
+            out.append(f"<line x1='{x0:.1f}' y1='{y + BAR_HEIGHT:.1f}' x2='{x0:.1f}' y2='{y + BAR_HEIGHT + 4:.1f}' "
+                       f"stroke='#555'/>")
+            for row in range(_LABEL_ROWS):
+                if x0 - half >= row_ends[row] + 4:
+                    drop = 4 + 12 * row
+                    if row:
+                        out.append(f"<line x1='{x0:.1f}' y1='{y + BAR_HEIGHT + 4:.1f}' x2='{x0:.1f}' "
+                                   f"y2='{y + BAR_HEIGHT + drop:.1f}' stroke='#bbb'/>")
+                    out.append(_text(x0, y + BAR_HEIGHT + 14 + 12 * row, text, 10, "middle", "#444"))
+                    row_ends[row] = x0 + half
                     break
     # The record's end, and a marker for reads past it.
     if start < stride <= end:
@@ -89,6 +121,22 @@ def _bar(record: RecordLayout, start: int, end: int, y: float, extra: dict[str, 
     return out
 
 
+def _zoom_windows(record: RecordLayout, end: int) -> list[tuple[int, int]]:
+    """Byte windows worth a zoomed bar: around the small fields before and after the one field
+    that dwarfs the rest (a 16-byte message header before the hidden data, the scales and
+    indices after it), with up to 32 bytes of the big field for context."""
+    biggest = max(record.fields, key=lambda f: f.num_bytes)
+    if biggest.num_bytes <= 0.7 * record.num_bytes:
+        return []
+    context = min(biggest.num_bytes, 32)
+    windows = []
+    if biggest.offset > 0:
+        windows.append((0, biggest.offset + context))
+    if biggest.end < end:
+        windows.append((biggest.end - context, end))
+    return windows
+
+
 def _record_block(record: RecordLayout, y: float, extra: dict[str, str]) -> tuple[list[str], float]:
     out: list[str] = []
     view = f", {record.view} view" if record.view else ""
@@ -96,21 +144,19 @@ def _record_block(record: RecordLayout, y: float, extra: dict[str, str]) -> tupl
     title = f"{record.name}: {format_int(record.num_bytes)} B per record{view}"
     if over:
         title += f" — fields end {over} B past the record"
-    out.append(_text(LEFT, y, title, 14, weight="bold", color="#d62728" if over else "#222"))
-    y += 10
-    end = record.num_bytes + over
-    y += 14
-    out += _bar(record, 0, end, y, extra, label_offsets=True)
-    y += BAR_HEIGHT + 46
-    data = [f for f in record.fields]
-    biggest = max(data, key=lambda f: f.num_bytes)
-    if biggest.num_bytes > 0.7 * record.num_bytes and biggest.end < end:
-        zoom_start = biggest.end - min(biggest.num_bytes, 32)
-        out.append(_text(LEFT, y, f"zoom: bytes {format_int(zoom_start)}..{format_int(end)} "
-                                  f"(x{record.num_bytes / max(1, end - zoom_start):.0f})", 11, color="#555"))
+    for line in _wrap(title, 14):
+        out.append(_text(LEFT, y, line, 14, weight="bold", color="#d62728" if over else "#222"))
         y += 18
-        out += _bar(record, zoom_start, end, y, extra, label_offsets=True)
-        y += BAR_HEIGHT + 46
+    end = record.num_bytes + over
+    y += 6
+    out += _bar(record, 0, end, y, extra, label_offsets=True)
+    y += BAR_HEIGHT + 12 * _LABEL_ROWS + 20
+    for zoom_start, zoom_end in _zoom_windows(record, end):
+        out.append(_text(LEFT, y, f"zoom: bytes {format_int(zoom_start)}..{format_int(zoom_end)} "
+                                  f"(x{end / max(1, zoom_end - zoom_start):.0f})", 11, color="#555"))
+        y += 18
+        out += _bar(record, zoom_start, zoom_end, y, extra, label_offsets=True)
+        y += BAR_HEIGHT + 12 * _LABEL_ROWS + 20
     return out, y
 
 
@@ -149,11 +195,14 @@ def render_svg(report: Report) -> str:
     extra: dict[str, str] = {}
     body: list[str] = []
     y = 30.0
-    body.append(_text(LEFT, y, f"{report.title} — token record byte maps", 18, weight="bold"))
-    y += 20
+    for line in _wrap(f"{report.title} — token record byte maps", 18):
+        body.append(_text(LEFT, y, line, 18, weight="bold"))
+        y += 22
     inputs = ", ".join(f"{k}={v}" for k, v in report.inputs.items() if v is not None)
-    body.append(_text(LEFT, y, inputs[:170], 11, color="#555"))
-    y += 30
+    for line in _wrap(inputs, 11):
+        body.append(_text(LEFT, y, line, 11, color="#555"))
+        y += 15
+    y += 15
     for record in report.records:
         block, y = _record_block(record, y, extra)
         body += block
@@ -163,17 +212,18 @@ def render_svg(report: Report) -> str:
             if len(region.shape) == 2:
                 block, y = _region_block(region, records.get(region.record), y)
                 body += block
-    # Legend, at the bottom so it lists every colour used.
-    names = list(FIELD_COLORS) + list(extra)
+    # Legend, at the bottom: exactly the fields the records have, in the order they appear.
+    names = list(dict.fromkeys(f.name for record in report.records for f in record.fields))
     x = LEFT
     for name in names:
-        color = FIELD_COLORS.get(name) or extra[name]
-        body.append(f"<rect x='{x}' y='{y:.1f}' width='14' height='14' fill='{color}' stroke='#999'/>")
-        body.append(_text(x + 18, y + 12, name, 11))
-        x += 26 + 7 * len(name)
-        if x > WIDTH - 150:
+        color = _color(name, extra)
+        step = 26 + _width(name, 11)
+        if x + step > WIDTH - LEFT and x > LEFT:
             x = LEFT
             y += 20
+        body.append(f"<rect x='{x:.1f}' y='{y:.1f}' width='14' height='14' fill='{color}' stroke='#999'/>")
+        body.append(_text(x + 18, y + 12, name, 11))
+        x += step
     y += 34
     height = int(y)
     return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{WIDTH}' height='{height}' viewBox='0 0 {WIDTH} {height}'>\n"
