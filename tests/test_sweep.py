@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -93,6 +94,45 @@ def test_cli_plot_png(tmp_path, capsys):
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.png"]
+
+
+@pytest.mark.parametrize(("name", "magic"), [("p.png", b"\x89PNG"), ("p.svg", b"<?xml"), ("p.PDF", b"%PDF")])
+def test_cli_plot_format_follows_the_extension(tmp_path, capsys, name, magic):
+    """Issue 12: ``--plot p.pdf`` writes PDF bytes, ``p.svg`` SVG, ``p.png`` PNG."""
+    pytest.importorskip("matplotlib")
+    out = tmp_path / name
+    assert main(["sweep", "--tokens", "128,256", "--dtype", "fp8,bf16", "--plot", str(out), "--quiet"]) == 0
+    assert out.read_bytes().startswith(magic)
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("name", ["p.jpg", "p", "p.png.txt"])
+def test_cli_plot_unknown_extension_is_refused_and_nothing_written(tmp_path, capsys, name):
+    code = main(["sweep", "--tokens", "128,256", "--plot", str(tmp_path / name), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "choose the format by the extension: .png, .svg, .pdf" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plot_facets_by_backend_and_notes_identical_series(tmp_path):
+    """One panel per backend; series that coincide (DeepEP LL does not depend on the dtype) drawn once."""
+    pytest.importorskip("matplotlib")
+    from epbuf import Plan
+    from epbuf.plot import plot_sweep
+    from epbuf.sweep import sweep
+
+    base = Plan(hidden=7168, num_topk=8, num_experts=256, num_ranks=8, num_max_tokens_per_rank=128)
+    result = sweep(base, {"num_max_tokens_per_rank": [128, 256, 512], "use_fp8_dispatch": [True, False]},
+                   ["ascend", "deepep-ll"])
+    import matplotlib
+
+    out = tmp_path / "p.svg"
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # keep text as <text>, not glyph paths
+        plot_sweep(result, str(out))
+    texts = [t.text for t in ET.parse(out).iter("{http://www.w3.org/2000/svg}text")]
+    assert "ascend" in texts and "deepep-ll" in texts  # one panel title each
+    assert "drawn once: all series coincide" in texts  # LL: FP8 = BF16
+    assert texts.count("FP8") == 1 and texts.count("BF16") == 1  # the legend explains the encoding once
 
 
 def test_cli_plot_without_matplotlib_names_the_extra(tmp_path, capsys, monkeypatch):
