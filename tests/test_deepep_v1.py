@@ -960,7 +960,8 @@ def summary_plans(draw, configs: bool = False) -> Plan:
               num_experts=experts, num_ranks=ranks, num_max_tokens_per_rank=draw(summary_tokens),
               use_fp8_dispatch=draw(st.booleans()), version=draw(all_versions),
               num_redundant_experts=draw(st.sampled_from([0, 0, 0, ranks, 2 * ranks, 7, 2**31 - 1])),
-              num_sms=draw(st.none() | st.integers(1, 80).map(lambda n: 2 * n) | st.integers(2, 161)))
+              num_sms=draw(st.none() | st.integers(1, 80).map(lambda n: 2 * n) | st.integers(2, 161)),
+              num_topk_idx_bits=draw(st.sampled_from([None, None, 64, 32])))
     if configs:
         per_node = draw(st.none() | st.sampled_from([1, 2, 4, 8, 16]))
         if per_node is not None and ranks % per_node == 0:

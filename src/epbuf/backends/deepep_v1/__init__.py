@@ -40,8 +40,8 @@ from importlib import import_module
 
 # module -> the public names it defines (tests/test_deepep_v1.py checks this against each __all__).
 _EXPORTS = {
-    "versions": ("Version", "VERSIONS", "DEFAULT_VERSION", "list_versions", "get_version", "topk_idx_bytes", "REPO",
-                 "MAIN_COMMIT", "CPL", "CFG", "BUF", "LAUNCH", "LLK", "INK", "PY", "DOC"),
+    "versions": ("Version", "VERSIONS", "DEFAULT_VERSION", "list_versions", "get_version", "REPO", "MAIN_COMMIT",
+                 "CPL", "CFG", "BUF", "LAUNCH", "LLK", "INK", "PY", "DOC"),
     "constants": ("NUM_MAX_NVL_PEERS", "NUM_MAX_RDMA_PEERS", "NUM_WORKSPACE_BYTES", "NUM_MAX_LOCAL_EXPERTS",
                   "NUM_BUFFER_ALIGNMENT_BYTES", "HINT_NUM_MAX_TOPK", "HINT_NUM_MAX_SCALES", "INT4_BYTES", "INT_BYTES",
                   "FLOAT_BYTES", "BF16_BYTES", "BF162_BYTES", "UINT64_BYTES", "SOURCE_META_BYTES",

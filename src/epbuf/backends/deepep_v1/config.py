@@ -19,7 +19,7 @@ from ...units import INT32_MAX, INT64_MAX, align, format_int
 from .constants import (BINDING_DEFAULT_CONFIG, DEFAULT_TOPK_IDX_BITS, FLOAT_BYTES, HINT_NUM_MAX_SCALES,
                         HINT_NUM_MAX_TOPK, INT4_BYTES, INT_BYTES, NUM_BUFFER_ALIGNMENT_BYTES, NUM_CHANNELS_PER_SM,
                         NUM_MAX_NVL_PEERS, SOURCE_META_BYTES, UINT64_BYTES, UINT64_MAX)
-from .versions import CFG, Version, get_version, topk_idx_bytes
+from .versions import _DEFAULT, CFG, Version, get_version, topk_idx_bytes
 
 __all__ = ["Config"]
 
@@ -130,8 +130,8 @@ class Config(Record):
                 of 8, odd ``num_sms`` above 8 ranks), a product beyond C++ ``int``, non-positive
                 or non-integer arguments, an unknown version.
         """
-        total = sum(_nvl_terms(self, hidden_bytes, num_ranks, version, num_topk_idx_bits)[1])
-        return (total + 127) // NUM_BUFFER_ALIGNMENT_BYTES * NUM_BUFFER_ALIGNMENT_BYTES  # CFG:71, a true round-up
+        v, terms, _, _ = _nvl_terms(self, hidden_bytes, num_ranks, version, num_topk_idx_bits)
+        return _round_up(sum(terms), hidden_bytes, v)
 
     def get_rdma_buffer_size_hint(self, hidden_bytes: int, num_ranks: int, *, version: str | None = None,
                                   num_topk_idx_bits: int = DEFAULT_TOPK_IDX_BITS) -> int:
@@ -142,8 +142,8 @@ class Config(Record):
         >>> Config(24, 8, 512, 16, 128).get_rdma_buffer_size_hint(7168, 16)
         56774016
         """
-        total = sum(_rdma_terms(self, hidden_bytes, num_ranks, version, num_topk_idx_bits)[1])
-        return (total + 127) // NUM_BUFFER_ALIGNMENT_BYTES * NUM_BUFFER_ALIGNMENT_BYTES  # CFG:97
+        v, terms, _, _ = _rdma_terms(self, hidden_bytes, num_ranks, version, num_topk_idx_bits)
+        return _round_up(sum(terms), hidden_bytes, v)
 
     # --- the same terms as named regions ------------------------------------------------
     def nvl_buffer(self, hidden_bytes: int, num_ranks: int, *, version: str | None = None,
@@ -198,14 +198,20 @@ class Config(Record):
                             ("90", "91", "92", "93", "94", "95", "96", "96"), "97")
 
 
-def _check_hint(cfg: Config, v: Version, hidden_bytes: object, num_ranks: object, max_hidden_bytes: int) -> None:
-    """The arguments and host asserts of both hints (``CFG:58-59, 84-85``); the RDMA hint
-    returns 0 for ``num_ranks <= 8`` before its asserts, which then hold anyway."""
-    check_int("hidden_bytes", hidden_bytes, 1, None, "bytes per token")
-    check_int("num_ranks", num_ranks, 1, INT32_MAX)
-    if hidden_bytes > max_hidden_bytes:  # type: ignore[operator]
-        _overflow("hidden_bytes", hidden_bytes, "beyond the hint's argument type", v)
-    if num_ranks > NUM_MAX_NVL_PEERS:  # type: ignore[operator]
+def _checked(cfg: Config, hidden_bytes: object, num_ranks: object, version: object, bits: object,
+             max_hidden_bytes: int) -> tuple[Version, int]:
+    """The version and ``sizeof(topk_idx_t)`` after the hints' argument checks and host asserts
+    (``CFG:58-59, 84-85``; the RDMA hint returns 0 for ``num_ranks <= 8`` before its asserts,
+    which then hold anyway). One comparison chain on the good path: validation must not cost
+    more than the arithmetic (benchmarks/api_speed.py)."""
+    v = _DEFAULT if version is None else get_version(version)
+    if not (type(hidden_bytes) is int and 0 < hidden_bytes <= max_hidden_bytes and type(num_ranks) is int
+            and 0 < num_ranks <= INT32_MAX and (num_ranks <= NUM_MAX_NVL_PEERS
+                                                or not (num_ranks % NUM_MAX_NVL_PEERS or cfg.num_sms % 2))):
+        check_int("hidden_bytes", hidden_bytes, 1, None, "bytes per token")
+        check_int("num_ranks", num_ranks, 1, INT32_MAX)
+        if hidden_bytes > max_hidden_bytes:  # type: ignore[operator]
+            _overflow("hidden_bytes", hidden_bytes, "beyond the hint's argument type", v)
         c = Checker()
         if num_ranks % NUM_MAX_NVL_PEERS:  # type: ignore[operator]
             c.add("num_ranks", num_ranks, f"must be below {NUM_MAX_NVL_PEERS} or a multiple of {NUM_MAX_NVL_PEERS} "
@@ -214,6 +220,7 @@ def _check_hint(cfg: Config, v: Version, hidden_bytes: object, num_ranks: object
             c.add("num_sms", cfg.num_sms, f"must be even above {NUM_MAX_NVL_PEERS} ranks (num_ranks = {num_ranks}; "
                                           f"{v.cite('CFG', '59, 85')})")
         c.raise_if_any()
+    return v, (8 if bits == 64 and type(bits) is int else topk_idx_bytes(v, bits))
 
 
 def _overflow(name: str, value: object, why: str, v: Version, lines: str = "53-99") -> None:
@@ -223,67 +230,71 @@ def _overflow(name: str, value: object, why: str, v: Version, lines: str = "53-9
     c.raise_if_any()
 
 
-def _check_int_product(name: str, value: int, product: int, text: str, v: Version, lines: str) -> None:
-    """Upstream multiplies ``channels x ranks x tokens x 128`` in C++ ``int`` before widening."""
-    if product > INT32_MAX:
-        _overflow(name, value, f"{text} = {format_int(product)} overflows the C++ int the hint multiplies in", v, lines)
-
-
-def _nvl_terms(cfg: Config, hidden_bytes: int, num_ranks: int, version: str | None,
-               num_topk_idx_bits: int) -> tuple[Version, tuple[int, ...], int, int]:
+def _nvl_terms(cfg: Config, hidden_bytes: int, num_ranks: int, version: object,
+               bits: object) -> tuple[Version, tuple[int, ...], int, int]:
     """The version, the terms of ``get_nvl_buffer_size_hint`` (``CFG:65-70``) before rounding,
     the top-k index bytes and the ``+ 3`` (``pr434``: ``+ 2``) of the metadata ints."""
-    v = get_version(version)
-    _check_hint(cfg, v, hidden_bytes, num_ranks, UINT64_MAX)
-    idx_bytes = topk_idx_bytes(v, num_topk_idx_bits)
+    v, idx_bytes = _checked(cfg, hidden_bytes, num_ranks, version, bits, UINT64_MAX)
     ch, t = cfg.num_sms // NUM_CHANNELS_PER_SM, cfg.num_max_nvl_chunked_recv_tokens
     n, r = min(num_ranks, NUM_MAX_NVL_PEERS), max(num_ranks // NUM_MAX_NVL_PEERS, 1)
     slots = ch * n * t
-    _check_int_product("num_max_nvl_chunked_recv_tokens", t, slots * HINT_NUM_MAX_TOPK,
-                       "num_channels x num_nvl_ranks x tokens x kNumMaxTopK", v, "68")
-    pr434 = v.size_hint == "pr434"  # PR #434: one metadata int less, indices as int, an int4 per slot
-    meta_ints, idx_bytes = (2, INT_BYTES) if pr434 else (3, idx_bytes)
-    terms = (ch * n * (2 * r + meta_ints) * INT_BYTES, slots * hidden_bytes, slots * SOURCE_META_BYTES,
-             slots * HINT_NUM_MAX_TOPK * idx_bytes, slots * HINT_NUM_MAX_TOPK * FLOAT_BYTES,
-             slots * HINT_NUM_MAX_SCALES * FLOAT_BYTES) + ((slots * INT4_BYTES,) if pr434 else ())
-    if sum(terms) + 127 > UINT64_MAX:
-        _overflow("hidden_bytes", hidden_bytes, "the NVL hint would overflow size_t", v, "65-71")
+    if slots * HINT_NUM_MAX_TOPK > INT32_MAX:  # channels x ranks x tokens x 128 in C++ int (CFG:68)
+        _overflow("num_max_nvl_chunked_recv_tokens", t, f"num_channels x num_nvl_ranks x tokens x kNumMaxTopK = "
+                  f"{format_int(slots * HINT_NUM_MAX_TOPK)} overflows the C++ int the hint multiplies in", v, "68")
+    if v.size_hint == "pr434":  # PR #434: one metadata int less, indices as int, an int4 per slot
+        meta_ints, idx_bytes = 2, INT_BYTES
+        terms: tuple[int, ...] = (ch * n * (2 * r + 2) * INT_BYTES, slots * hidden_bytes, slots * SOURCE_META_BYTES,
+                                  slots * HINT_NUM_MAX_TOPK * INT_BYTES, slots * _TOPK_WEIGHT_BYTES,
+                                  slots * _SCALE_BYTES, slots * INT4_BYTES)
+    else:
+        meta_ints = 3
+        terms = (ch * n * (2 * r + 3) * INT_BYTES, slots * hidden_bytes, slots * SOURCE_META_BYTES,
+                 slots * HINT_NUM_MAX_TOPK * idx_bytes, slots * _TOPK_WEIGHT_BYTES, slots * _SCALE_BYTES)
     return v, terms, idx_bytes, meta_ints
 
 
-def _rdma_terms(cfg: Config, hidden_bytes: int, num_ranks: int, version: str | None,
-                num_topk_idx_bits: int) -> tuple[Version, tuple[int, ...], int, int]:
+def _rdma_terms(cfg: Config, hidden_bytes: int, num_ranks: int, version: object,
+                bits: object) -> tuple[Version, tuple[int, ...], int, int]:
     """As :func:`_nvl_terms` for ``get_rdma_buffer_size_hint`` (``CFG:90-96``); no terms for
     ``num_ranks <= 8`` (``CFG:77-78``)."""
-    v = get_version(version)
-    _check_hint(cfg, v, hidden_bytes, num_ranks, INT64_MAX)
-    idx_bytes = topk_idx_bytes(v, num_topk_idx_bits)
+    v, idx_bytes = _checked(cfg, hidden_bytes, num_ranks, version, bits, INT64_MAX)
     if num_ranks <= NUM_MAX_NVL_PEERS:
         return v, (), idx_bytes, 2
     ch, r, t = cfg.num_sms // NUM_CHANNELS_PER_SM, num_ranks // NUM_MAX_NVL_PEERS, cfg.num_max_rdma_chunked_recv_tokens
     slots = ch * r * t
-    _check_int_product("num_max_rdma_chunked_recv_tokens", t, slots * HINT_NUM_MAX_TOPK,
-                       "num_channels x num_rdma_ranks x tokens x kNumMaxTopK", v, "93")
+    if slots * HINT_NUM_MAX_TOPK > INT32_MAX:  # CFG:93
+        _overflow("num_max_rdma_chunked_recv_tokens", t, f"num_channels x num_rdma_ranks x tokens x kNumMaxTopK = "
+                  f"{format_int(slots * HINT_NUM_MAX_TOPK)} overflows the C++ int the hint multiplies in", v, "93")
     if slots * hidden_bytes * 2 > INT64_MAX:  # int x int64_t hidden_bytes (CFG:91)
         _overflow("hidden_bytes", hidden_bytes, "the RDMA hint's hidden term would overflow int64", v, "91")
     terms, idx_bytes = rdma_terms(v, ch, r, t, hidden_bytes, idx_bytes)
-    if sum(terms) + 127 > UINT64_MAX:
-        _overflow("hidden_bytes", hidden_bytes, "the RDMA hint would overflow size_t", v, "90-97")
     return v, terms, idx_bytes, 2
+
+
+def _round_up(total: int, hidden_bytes: int, v: Version) -> int:
+    """``((num_bytes + 127) / 128) * 128`` (``CFG:71, 97``): a true round-up, in ``size_t``."""
+    if total > UINT64_MAX - 127:
+        _overflow("hidden_bytes", hidden_bytes, "the hint would overflow size_t", v, "71, 97")
+    return (total + 127) // NUM_BUFFER_ALIGNMENT_BYTES * NUM_BUFFER_ALIGNMENT_BYTES
 
 
 def rdma_terms(v: Version, ch: int, r: int, t: int, hidden_bytes: int, idx_bytes: int) -> tuple[tuple[int, ...], int]:
     """The terms of ``get_rdma_buffer_size_hint`` (``CFG:90-96``) for ``ch`` channels, ``r`` RDMA
-    ranks and ``t`` (rounded) receive tokens, unchecked; and the index bytes used."""
-    slots = ch * r * t
-    idx_bytes = INT_BYTES if v.size_hint == "pr434" else idx_bytes  # PR #434: indices as int, u64 head/tail
-    terms = (ch * r * (NUM_MAX_NVL_PEERS * 2 + 2) * 2 * INT_BYTES, slots * hidden_bytes * 2,
-             slots * SOURCE_META_BYTES * 2, slots * HINT_NUM_MAX_TOPK * idx_bytes * 2,
-             slots * HINT_NUM_MAX_TOPK * FLOAT_BYTES * 2, slots * HINT_NUM_MAX_SCALES * FLOAT_BYTES * 2,
-             slots * INT4_BYTES * 2)
-    if v.size_hint == "pr434":
-        terms += (ch * r * 2 * UINT64_BYTES * 2,)
-    return terms, idx_bytes
+    ranks and ``t`` (rounded) receive tokens, unchecked; and the index bytes used. Every term
+    counts the send and the receive half."""
+    halves = ch * r * t * 2
+    pr434 = v.size_hint == "pr434"  # PR #434: indices as int, u64 head and tail per channel
+    idx_bytes = INT_BYTES if pr434 else idx_bytes
+    terms = (ch * r * _RDMA_META_BYTES, halves * hidden_bytes, halves * SOURCE_META_BYTES,
+             halves * HINT_NUM_MAX_TOPK * idx_bytes, halves * _TOPK_WEIGHT_BYTES, halves * _SCALE_BYTES,
+             halves * INT4_BYTES)
+    return (terms + (ch * r * 2 * UINT64_BYTES * 2,) if pr434 else terms), idx_bytes
+
+
+# Per-slot constants of the hints (Python does not fold module constants).
+_RDMA_META_BYTES = (NUM_MAX_NVL_PEERS * 2 + 2) * 2 * INT_BYTES  # (8 x 2 + 2) ints, twice (CFG:90)
+_TOPK_WEIGHT_BYTES = HINT_NUM_MAX_TOPK * FLOAT_BYTES  # kNumMaxTopK fp32 weights per slot (CFG:69, 94)
+_SCALE_BYTES = HINT_NUM_MAX_SCALES * FLOAT_BYTES  # kNumMaxScales fp32 scales per slot (CFG:70, 95)
 
 
 def _hint_buffer(name: str, v: Version, function: str, terms: tuple[int, ...], names: tuple[str, ...],

@@ -9,11 +9,14 @@ step refuses is answered: the sizes, the limit with ``ok=False`` and the asserti
 
 from __future__ import annotations
 
+from ...errors import InvalidArgumentError, Problem
+from ...plan import Plan
 from ...report import Finding, LimitCheck
 from ...units import format_int
 from .versions import Version
 
-__all__ = ["LimitRow", "limit_checks", "limit_findings", "set_name", "in_row", "upstream_line", "unmerged_finding"]
+__all__ = ["LimitRow", "limit_checks", "limit_findings", "set_name", "in_row", "upstream_line", "unmerged_finding",
+           "check_plan"]
 
 LimitRow = tuple[str, int, str, int, bool, str, str]
 
@@ -55,3 +58,9 @@ def unmerged_finding(v: Version) -> list[Finding]:
     return [Finding(severity="warning", code="deepep-v1.unmerged-version",
                     message=f"{v.id} follows an unmerged pull request ({v.short}); no released DeepEP computes this",
                     data={"commit": v.commit})]
+
+
+def check_plan(plan: object) -> None:
+    """Reports take an :class:`epbuf.plan.Plan` (whose constructor checks every value)."""
+    if not isinstance(plan, Plan):
+        raise InvalidArgumentError([Problem("plan", plan, "must be an epbuf.Plan")])

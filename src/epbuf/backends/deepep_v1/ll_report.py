@@ -18,10 +18,11 @@ from ...report import Field, Finding, Quantity, RecordLayout, Report, Summary, s
 from ...units import INT32_MAX, align, format_int
 from .constants import (BF16_BYTES, BF162_BYTES, FLOAT_BYTES, INT4_BYTES, INT_BYTES, MAX_NUM_BYTES_INT4_CHECK,
                         NUM_BUFFER_ALIGNMENT_BYTES, NUM_MAX_NVL_PEERS, NUM_WORKSPACE_BYTES)
-from .limits import LimitRow, in_row, limit_checks, limit_findings, set_name, unmerged_finding, upstream_line
+from .limits import (LimitRow, check_plan, in_row, limit_checks, limit_findings, set_name, unmerged_finding,
+                     upstream_line)
 from .low_latency import (LowLatencyLayout, ROUNDING_BLOCK, hint_round_up, layout_problems, max_low_latency_tokens,
                           passes_int4_check, rdma_buffer, send_recv, slots, span_rows)
-from .versions import Version, get_version
+from .versions import Version, get_version, topk_idx_bytes
 
 __all__ = ["report_low_latency", "summarize_low_latency"]
 
@@ -109,7 +110,9 @@ def report_low_latency(plan) -> Report:
             ``int`` the layout multiplies in; a hidden size whose buffers are not multiples of 16 B
             (the layout's own asserts). Everything else is a limit and a finding.
     """
+    check_plan(plan)
     v = get_version(plan.version)
+    topk_idx_bytes(v, plan.num_topk_idx_bits)  # 32-bit builds exist from da6ca24 on
     tokens, hidden, ranks = plan.num_max_tokens_per_rank, plan.hidden, plan.num_ranks
     experts = plan.num_total_experts
     layout = LowLatencyLayout(tokens, hidden, ranks, experts, version=v.id)
@@ -209,6 +212,7 @@ def report_low_latency(plan) -> Report:
         "version": v.id, "deepep_version": v.id, "num_max_dispatch_tokens_per_rank": tokens, "hidden": hidden,
         "num_ranks": ranks, "num_experts": experts, "num_routed_experts": plan.num_experts,
         "num_redundant_experts": plan.num_redundant_experts, "num_topk": plan.num_topk, "use_fp8_dispatch": fp8,
+        "num_topk_idx_bits": plan.num_topk_idx_bits or 64,
     }
     return Report(backend="deepep-ll", title="DeepEP V1 low-latency RDMA buffer", upstream=upstream_line(v),
                   inputs=inputs, buffers=(buffer,), records=tuple(records), quantities=tuple(quantities),
@@ -216,11 +220,12 @@ def report_low_latency(plan) -> Report:
 
 
 @lru_cache(maxsize=4096)
-def _static(version: str | None, hidden: int, ranks: int, experts: int) -> tuple | None:
+def _static(version: str | None, hidden: int, ranks: int, experts: int, bits: int | None) -> tuple | None:
     """The token-independent part of :func:`summarize_low_latency`: ``(version, message slots and
-    aligned signaling, limit texts)``; ``None`` for an unknown version (the report raises)."""
+    aligned signaling, limit texts)``; ``None`` for a version or build the report rejects."""
     try:
         v = get_version(version)
+        topk_idx_bytes(v, bits)
     except InvalidArgumentError:
         return None
     return (v,) + slots(hidden, ranks, experts, v.low_latency) + (_limit_texts(v.id),)
@@ -238,9 +243,10 @@ def summarize_low_latency(plan) -> Summary:
     Raises:
         InvalidArgumentError: as :func:`report_low_latency`.
     """
+    check_plan(plan)
     experts = plan.num_experts + plan.num_redundant_experts
     try:
-        static = _static(plan.version, plan.hidden, plan.num_ranks, experts)
+        static = _static(plan.version, plan.hidden, plan.num_ranks, experts, plan.num_topk_idx_bits)
     except TypeError:  # an unhashable version: rejected by the report
         static = None
     if static is not None:

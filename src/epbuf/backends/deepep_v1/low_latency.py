@@ -22,7 +22,7 @@ from ...report import Buffer, Region
 from ...units import INT32_MAX, align, format_int
 from .constants import (BF16_BYTES, BF162_BYTES, FLOAT_BYTES, FP8_SCALE_BLOCK, INT4_BYTES, INT_BYTES,
                         NUM_BUFFER_ALIGNMENT_BYTES)
-from .versions import CFG, Version, get_version
+from .versions import _DEFAULT, CFG, Version, get_version
 
 __all__ = ["num_bytes_per_dispatch_msg", "num_bytes_per_combine_msg", "Span", "LowLatencyBuffer", "LowLatencyLayout",
            "low_latency_buffer", "get_low_latency_rdma_size_hint", "max_low_latency_tokens"]
@@ -114,6 +114,12 @@ def layout_problems(tokens: int, hidden: int, experts: int, send: int, recv: int
 
 
 def _check(tokens: object, hidden: object, num_ranks: object, experts: object) -> None:
+    """The layout's ``int`` arguments: one comparison chain on the good path (validation must
+    not cost more than the arithmetic, benchmarks/api_speed.py)."""
+    if (type(tokens) is int and 0 <= tokens <= INT32_MAX and type(hidden) is int and 0 < hidden <= INT32_MAX
+            and type(num_ranks) is int and 0 < num_ranks <= INT32_MAX and type(experts) is int
+            and 0 <= experts <= INT32_MAX):
+        return
     check_int("num_max_tokens_per_rank", tokens, 0, INT32_MAX, "num_max_dispatch_tokens_per_rank, an int upstream")
     check_int("hidden", hidden, 1, INT32_MAX)
     check_int("num_ranks", num_ranks, 1, INT32_MAX)
@@ -302,7 +308,7 @@ def get_low_latency_rdma_size_hint(num_max_dispatch_tokens_per_rank: int, hidden
         InvalidArgumentError: as :class:`LowLatencyLayout`.
     """
     _check(num_max_dispatch_tokens_per_rank, hidden, num_ranks, num_experts)
-    variant = get_version(version).low_latency
+    variant = (_DEFAULT if version is None else get_version(version)).low_latency
     dispatch, combine, signaling = slots(hidden, num_ranks, num_experts, variant)
     send, recv = send_recv(num_max_dispatch_tokens_per_rank, num_experts, dispatch, combine)
     if send % INT4_BYTES or recv % INT4_BYTES or num_experts * num_max_dispatch_tokens_per_rank > INT32_MAX:

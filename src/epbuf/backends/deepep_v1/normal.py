@@ -21,7 +21,7 @@ from .config import Config
 from .constants import (BF16_BYTES, DEFAULT_NUM_SMS, HINT_NUM_MAX_SCALES, HINT_NUM_MAX_TOPK, NORMAL_NUM_MAX_RANKS,
                         NUM_MAX_NVL_PEERS, NUM_WORKSPACE_BYTES, SOURCE_META_BYTES)
 from .internode import internode_records
-from .limits import limit_checks, limit_findings, unmerged_finding, upstream_line
+from .limits import check_plan, limit_checks, limit_findings, unmerged_finding, upstream_line
 from .normal_limits import normal_limit_rows
 from .tables import get_combine_config, get_dispatch_config, get_hidden_bytes
 from .versions import Version, get_version, topk_idx_bytes
@@ -171,6 +171,7 @@ def _key(plan) -> tuple:
 
 def _cached(plan, cached=_core):
     """``cached(*_key(plan))`` (:func:`_core` or :func:`_summary`); raises the plan's error."""
+    check_plan(plan)
     key = _key(plan)
     try:
         result = cached(*key)

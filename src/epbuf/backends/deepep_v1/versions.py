@@ -16,8 +16,7 @@ from __future__ import annotations
 from ...errors import Checker
 from ..._record import Record
 
-__all__ = ["Version", "VERSIONS", "DEFAULT_VERSION", "list_versions", "get_version", "topk_idx_bytes", "REPO",
-           "MAIN_COMMIT",
+__all__ = ["Version", "VERSIONS", "DEFAULT_VERSION", "list_versions", "get_version", "REPO", "MAIN_COMMIT",
            "CPL", "CFG", "BUF", "LAUNCH", "LLK", "INK", "PY", "DOC"]
 
 REPO = "github.com/deepseek-ai/DeepEP"
