@@ -12,11 +12,12 @@ from __future__ import annotations
 from ...errors import InvalidArgumentError, Problem
 from ...plan import Plan
 from ...report import Finding, LimitCheck
-from ...units import format_int
+from ...units import INT32_MAX, format_int
+from .constants import INT4_BYTES
 from .versions import Version
 
 __all__ = ["LimitRow", "limit_checks", "limit_findings", "set_name", "in_row", "upstream_line", "unmerged_finding",
-           "check_plan"]
+           "check_plan", "passes_int4_check"]
 
 LimitRow = tuple[str, int, str, int, bool, str, str]
 
@@ -64,3 +65,9 @@ def check_plan(plan: object) -> None:
     """Reports take an :class:`epbuf.plan.Plan` (whose constructor checks every value)."""
     if not isinstance(plan, Plan):
         raise InvalidArgumentError([Problem("plan", plan, "must be an epbuf.Plan")])
+
+
+def passes_int4_check(num_bytes: int) -> bool:
+    """``num_bytes / sizeof(int4) < std::numeric_limits<int>::max()``: ``Buffer``'s size ceiling
+    from 4623c67 on (``BUF:111-112``), for the NVL and the RDMA buffer of both modes."""
+    return num_bytes // INT4_BYTES < INT32_MAX

@@ -18,10 +18,10 @@ from ...report import Field, Finding, Quantity, RecordLayout, Report, Summary, s
 from ...units import INT32_MAX, align, format_int
 from .constants import (BF16_BYTES, BF162_BYTES, FLOAT_BYTES, INT4_BYTES, INT_BYTES, MAX_NUM_BYTES_INT4_CHECK,
                         NUM_BUFFER_ALIGNMENT_BYTES, NUM_MAX_NVL_PEERS, NUM_WORKSPACE_BYTES)
-from .limits import (LimitRow, check_plan, in_row, limit_checks, limit_findings, set_name, unmerged_finding,
-                     upstream_line)
+from .limits import (LimitRow, check_plan, in_row, limit_checks, limit_findings, passes_int4_check, set_name,
+                     unmerged_finding, upstream_line)
 from .low_latency import (LowLatencyLayout, ROUNDING_BLOCK, hint_round_up, layout_problems, max_low_latency_tokens,
-                          passes_int4_check, rdma_buffer, send_recv, slots, span_rows)
+                          rdma_buffer, send_recv, slots, span_rows)
 from .versions import Version, get_version, topk_idx_bytes
 
 __all__ = ["report_low_latency", "summarize_low_latency"]

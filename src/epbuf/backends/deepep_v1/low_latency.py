@@ -22,6 +22,7 @@ from ...report import Buffer, Region
 from ...units import INT32_MAX, align, format_int
 from .constants import (BF16_BYTES, BF162_BYTES, FLOAT_BYTES, FP8_SCALE_BLOCK, INT4_BYTES, INT_BYTES,
                         NUM_BUFFER_ALIGNMENT_BYTES)
+from .limits import passes_int4_check
 from .versions import _DEFAULT, CFG, Version, get_version
 
 __all__ = ["num_bytes_per_dispatch_msg", "num_bytes_per_combine_msg", "Span", "LowLatencyBuffer", "LowLatencyLayout",
@@ -352,11 +353,6 @@ def rdma_buffer(layout: LowLatencyLayout, v: Version) -> Buffer:
                           formula=f"((total {format_int(total)} + 128) / 128) x 128 - total: "
                                   "a full block even when aligned", source=source))
     return Buffer.combine("RDMA buffer", regions, "sum", NUM_BUFFER_ALIGNMENT_BYTES, source=source)
-
-
-def passes_int4_check(num_bytes: int) -> bool:
-    """``num_bytes / sizeof(int4) < std::numeric_limits<int>::max()`` (``BUF:111-112``)."""
-    return num_bytes // INT4_BYTES < INT32_MAX
 
 
 def max_low_latency_tokens(hidden: int, num_ranks: int, num_experts: int, *, version: str | None = None,

@@ -16,8 +16,7 @@ from .config import Config, rdma_terms
 from .constants import (BF16_BYTES, FP8_SCALE_BLOCK, INT4_BYTES, INT_BYTES, NORMAL_NUM_MAX_RANKS,
                         NORMAL_NUM_MAX_TOPK, NUM_BUFFER_ALIGNMENT_BYTES, NUM_MAX_LOCAL_EXPERTS, NUM_MAX_NVL_PEERS)
 from .internode import nvl_clean_meta, nvl_clean_token_bytes, rdma_clean_meta, record_num_bytes
-from .limits import LimitRow, in_row, set_name
-from .low_latency import passes_int4_check
+from .limits import LimitRow, in_row, passes_int4_check, set_name
 from .versions import Version
 
 __all__ = ["normal_limit_rows"]

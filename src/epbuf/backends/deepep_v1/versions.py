@@ -92,6 +92,11 @@ class Version(Record):
     nvl_clean_meta: int = 2
     legacy_paths: bool = False
 
+    def __init__(self, **values) -> None:
+        # Record's generic initialiser: the ten versions are built at import, where compiling a
+        # class-specific __init__ (Record's default) would cost more than building them (cold start).
+        self._generic_init(**values)
+
     @property
     def short(self) -> str:
         return self.commit[:7]
@@ -262,14 +267,13 @@ def topk_idx_bytes(v: Version, num_topk_idx_bits: object) -> int:
     return 8  # unreachable  # pragma: no cover
 
 
-_BY_STATE = {v.state(): v for v in _VERSION_LIST}
 _AT_COMMIT: dict[str, Version] = {}
 
 
 def _at_commit(commit: str, date: str, row: tuple) -> Version:
     """The named version whose state is ``row`` (a :mod:`.commits` row), else a version named
     by the commit's short id with that state."""
-    found = _BY_STATE.get(row[:-1]) or _AT_COMMIT.get(commit)
+    found = next((v for v in _VERSION_LIST if v.state() == row[:-1]), None) or _AT_COMMIT.get(commit)
     if found is not None:
         return found
     ll, tables, topk, hidden, rdma, fp8_512, int4, bits, nvl_clean, pr434, legacy = row
