@@ -398,3 +398,29 @@ def test_num_bytes_per_token_bounds(hidden_int4, scales, idx, w):
     n = deepep_v1.get_num_bytes_per_token(hidden_int4, scales, idx, w)
     fields = hidden_int4 * 16 + 8 + scales * 4 + idx * 4 + w * 4
     assert n % 16 == 0 and fields <= n < fields + 16
+
+
+def test_no_import_cycle():
+    """The package's modules import each other as a DAG, deferred imports included."""
+    import ast
+    import pathlib
+
+    package = pathlib.Path(deepep_v1.__file__).parent
+    graph = {}
+    for path in package.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        graph[path.stem] = {node.module for node in ast.walk(tree)
+                            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
+    assert graph["normal"] >= {"config", "tables", "normal_limits"} and "normal" not in graph["ll_report"]
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, " -> ".join(path + (module,))
+        if module in done:
+            return
+        for dep in graph.get(module, ()):
+            visit(dep, path + (module,))
+        done.add(module)
+
+    for module in graph:
+        visit(module, ())

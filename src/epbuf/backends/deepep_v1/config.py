@@ -115,6 +115,10 @@ class Config(Record):
                                  num_topk_idx_bits: int = DEFAULT_TOPK_IDX_BITS) -> int:
         """``Config::get_nvl_buffer_size_hint(hidden_bytes, num_ranks)`` (``CFG:53-73``): NVL buffer bytes.
 
+        A method of the kernel config, independent of the token count and top-k: unlike DeepEP
+        V2's and DeepEP-Ascend's ``calculate_buffer_size(num_ranks, num_max_tokens_per_rank,
+        hidden, num_topk, ...)``, which size records for a token count from the hidden *size*.
+
         Args:
             hidden_bytes: bytes per token (the recipe passes :func:`.tables.get_hidden_bytes`);
                 ``size_t`` upstream.

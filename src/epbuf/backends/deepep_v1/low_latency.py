@@ -291,7 +291,8 @@ def get_low_latency_rdma_size_hint(num_max_dispatch_tokens_per_rank: int, hidden
                                    num_experts: int, *, version: str | None = None) -> int:
     """``get_low_latency_rdma_size_hint`` (``CFG:185-188``; ``Buffer.get_low_latency_rdma_size_hint``,
     ``PY:176-189``): the low-latency RDMA buffer bytes, the layout's ``total_bytes`` rounded up
-    to the next multiple of 128 strictly above.
+    to the next multiple of 128 strictly above. Unlike DeepEP V2's and DeepEP-Ascend's
+    ``calculate_buffer_size``, it takes no top-k and no dtype: the layout reserves BF16 slots.
 
     Args:
         num_max_dispatch_tokens_per_rank: most tokens one rank dispatches per call.
