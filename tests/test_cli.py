@@ -114,8 +114,6 @@ def test_no_command_prints_help(capsys):
         (["--backend", "deepep-v2", "--deepep-version", "bogus"], "--backend-version (version) = 'bogus'"),
         (["--backend", "deepep-v1", "--ranks", "3", "--experts", "3"], "--ranks (num_ranks) = 3"),
         (["--backend", "deepep-v1", "--num-sms", "21"], "--num-sms (num_sms) = 21: must be even"),
-        (["--backend", "deepep-ll", "--topk", "12"], "--topk (num_topk) = 12: allowed 0..11"),
-        (["--backend", "deepep-ll", "--experts", "100"], "must be divisible by num_ranks = 8"),
         (["--backend", "deepep-ll", "--deepep-version", "ll9"], "--backend-version (version) = 'll9'"),
         (["--model", "no-such-model"], "--model (model) = 'no-such-model': unknown"),
         (["--device", "no-such-gpu"], "--device (device) = 'no-such-gpu': unknown"),
@@ -133,6 +131,10 @@ def test_backend_limit_errors_through_the_cli(capsys, argv, needle):
     [
         (["--backend", "deepep-ll", "--tokens", "4096"], "the 32 GiB ceiling"),
         (["--backend", "deepep-ll", "--hidden", "7000"], "SWITCH_HIDDEN"),
+        (["--backend", "deepep-ll", "--topk", "12"], "num_topk"),  # kNumMaxTopK = 11: a host assert at dispatch
+        (["--backend", "deepep-ll", "--experts", "100"], "num_experts % num_ranks"),
+        (["--backend", "deepep-v1", "--ranks", "24"], "num_experts % num_ranks"),  # 256 experts, 24 ranks
+        (["--backend", "deepep-v1", "--topk", "33"], "num_topk"),  # EP_DEVICE_ASSERT(num_topk <= 32)
         (["--backend", "ascend", "--hidden", "7000"], "hidden % 128"),
         (["--backend", "ascend", "--ranks", "128", "--tokens", "131072"], "24-bit reduction value"),
     ],

@@ -463,7 +463,7 @@ def test_ll_variants(case, expected):
 def test_ll3_intermediates():
     """docs/derivations/deepep_v1.md §5.5: LL3/LL4 at 128/7168/256: disp 14,352 > comb 14,336, so recv != send."""
     layout = LowLatencyLayout(num_max_dispatch_tokens_per_rank=128, hidden=7168, num_ranks=16, num_experts=256,
-                              variant=3)
+                              version="ll3")
     assert (layout.num_bytes_per_dispatch_msg, layout.num_bytes_per_combine_msg) == (14_352, 14_336)
     assert (layout.send_buffer_bytes, layout.recv_buffer_bytes) == (469_762_048, 470_286_336)
     assert (layout.signaling_buffer_bytes, layout.total_bytes) == (1_024, 1_880_098_816)
@@ -548,7 +548,7 @@ def test_ll_layout_offsets():
         536_742_144, 1_610_221_824, 1_152)
     assert b0.num_clean_int == 288 and b0.dispatch_rdma_atomic_token_counter is None
 
-    old = LowLatencyLayout(num_max_dispatch_tokens_per_rank=128, hidden=7168, num_ranks=8, num_experts=288, variant=0)
+    old = LowLatencyLayout(num_max_dispatch_tokens_per_rank=128, hidden=7168, num_ranks=8, num_experts=288, version="ll0")
     assert [s.name for s in old.spans()][-2:] == ["signaling buffer 0", "signaling buffer 1"]
     b0, b1 = old.buffers()
     # LL0: signaling = 288 + 36 ints; the atomic counters follow the 288 count ints (issue #38: 1296 B)
@@ -625,8 +625,6 @@ def test_report_normal_with_config_override():
     ({"ranks": 12, "experts": 264}, r"--ranks \(num_ranks\) = 12: must be below 8 or a multiple of 8"),
     ({"ranks": 256}, r"--ranks \(num_ranks\) = 256: allowed 1\.\.160"),
     ({"ranks": 48, "experts": 288, "version": "v1.2.1"}, r"= 48: Buffer.get_dispatch_config at v1.2.1 knows"),
-    ({"topk": 33}, r"--topk \(num_topk\) = 33: allowed 0\.\.32"),
-    ({"experts": 250}, r"--experts \(num_experts\) = 250: .* divisible by num_ranks = 16"),
     ({"num_sms": 25}, r"--num-sms \(num_sms\) = 25: must be even"),
     ({"deepep_config": (24, 8, 512, 16, 128)}, r"deepep_config\) = .*: must be an epbuf.backends.deepep_v1.Config"),
 ])
@@ -636,12 +634,43 @@ def test_report_normal_rejects(changes, message):
 
 
 def test_validation_collects_every_problem():
+    """Only what the size functions refuse raises (every such problem at once); top-k and
+    experts are limits of a later step (next test)."""
     with pytest.raises(InvalidArgumentError) as info:
-        report(plan(ranks=12, topk=40, experts=250), "deepep-v1")
-    assert [p.argument for p in info.value.problems] == ["num_ranks", "num_topk", "num_experts"]
+        report(plan(ranks=12, topk=40, experts=250, num_topk_idx_bits=32, version="v1.2.1"), "deepep-v1")
+    assert [p.argument for p in info.value.problems] == ["num_topk_idx_bits", "num_ranks"]
     with pytest.raises(InvalidArgumentError) as info:  # the table lookup joins the other problems
-        report(plan(ranks=48, experts=250, topk=40, version="v1.2.1"), "deepep-v1")
-    assert [p.argument for p in info.value.problems] == ["num_topk", "num_experts", "num_ranks"]
+        report(plan(ranks=48, experts=250, topk=40, version="v1.2.1", num_topk_idx_bits=32), "deepep-v1")
+    assert [p.argument for p in info.value.problems] == ["num_topk_idx_bits", "num_ranks"]
+
+
+@pytest.mark.parametrize(("changes", "broken", "value", "source"), [
+    ({"topk": 33}, "num_topk", 33, "csrc/kernels/legacy/internode.cu:519, 1754"),  # EP_DEVICE_ASSERT(num_topk <= 32)
+    ({"experts": 250}, "num_experts % num_ranks", 10, "csrc/legacy/buffer.hpp:468, 948"),  # 250 % 16
+    ({"ranks": 24}, "num_experts % num_ranks", 16, "csrc/legacy/buffer.hpp:468, 948"),  # 256 % 24
+    ({"ranks": 168, "deepep_config": cfg(24, 8, 512, 16, 128), "experts": 168}, "num_ranks", 168,
+     "csrc/legacy/buffer.hpp:113"),  # the hints answer 21 nodes; Buffer allows 160 ranks
+])
+def test_report_normal_limits_upstream_refuses_later(changes, broken, value, source):
+    """The hints answer these plans (normal mode reads neither top-k nor experts), a later
+    step refuses them: sizes, the broken limit and an error finding with the assertion."""
+    r = report(plan(**changes), "deepep-v1")
+    lim = next(x for x in r.failed_limits() if x.name.split(" in ")[0] == broken)
+    assert (lim.value, lim.ok) == (value, False) and lim.source.startswith(source)
+    assert any(f.severity == "error" and f.code == "deepep-v1.limit" and source in f.message for f in r.findings)
+    assert summary_of(r) == v1.summarize_normal(plan(**changes))
+    if "deepep_config" not in changes:  # the recipe's numbers do not move with top-k or experts
+        sizes = {"ranks": 24} if changes.get("ranks") == 24 else {}
+        ok = report(plan(**sizes, experts=288 if sizes else 256), "deepep-v1")
+        assert r.buffers == ok.buffers and r.num_bytes == ok.num_bytes
+
+
+def test_issue_8_ranks_24_default_experts():
+    """``epbuf hint --backend deepep-v1 --ranks 24`` with 256 experts: the sizes (§8.1 tables at
+    main, EP24 row of e02e4d2), and an error finding for the dispatch assert."""
+    r = report(plan(ranks=24, topk=8, experts=256), "deepep-v1")
+    assert r.inputs["dispatch_config"] == [20, 32, 288, 8, 128]
+    assert [lim.name for lim in r.failed_limits()] == ["num_experts % num_ranks"]
 
 
 def test_odd_num_sms_with_a_config_override():
@@ -704,15 +733,32 @@ def test_report_low_latency_limits(changes, broken):
     assert any(f.severity == "error" and f.code == "deepep-ll.limit" for f in r.findings)
 
 
-@pytest.mark.parametrize(("changes", "message"), [
-    ({"topk": 12}, r"--topk \(num_topk\) = 12: allowed 0\.\.11 at main"),
-    ({"topk": 10, "version": "ll5"}, r"--topk \(num_topk\) = 10: allowed 0\.\.9 at ll5"),
-    ({"experts": 250}, r"--experts \(num_experts\) = 250:"),
-    ({"ranks": 20, "experts": 260}, r"--ranks \(num_ranks\) = 20: must be below 8 or a multiple of 8"),
+@pytest.mark.parametrize(("changes", "broken", "value", "bound", "source"), [
+    ({"topk": 12}, "num_topk", 12, 11, "csrc/kernels/legacy/internode_ll.cu:501, 1179"),
+    ({"topk": 10, "version": "ll5"}, "num_topk", 10, 9, "csrc/kernels/internode_ll.cu @ c5facf5"),
+    ({"experts": 250}, "num_experts % num_ranks", 10, 0, "csrc/legacy/buffer.hpp:1483"),
+    ({"ranks": 20, "experts": 260}, "num_ranks % 8 above 8 ranks (Buffer: below 8 or a multiple of 8)", 4, 0,
+     "csrc/legacy/buffer.hpp:114"),
 ])
-def test_report_low_latency_rejects(changes, message):
-    with pytest.raises(InvalidArgumentError, match=message):
-        report(plan(**changes), "deepep-ll")
+def test_report_low_latency_limits_upstream_refuses_later(changes, broken, value, bound, source):
+    """get_low_latency_rdma_size_hint answers these (it reads neither top-k nor the rank count
+    beyond LL0); Buffer or low_latency_dispatch refuses them: sizes, limit, error finding."""
+    r = report(plan(**changes), "deepep-ll")
+    lim = next(x for x in r.failed_limits() if x.name == broken)
+    assert (lim.value, lim.bound) == (value, bound) and lim.source.startswith(source)
+    assert any(f.severity == "error" and f.code == "deepep-ll.limit" for f in r.findings)
+    p = plan(**changes)
+    assert r.buffer("RDMA buffer").num_bytes == get_low_latency_rdma_size_hint(
+        p.num_max_tokens_per_rank, p.hidden, p.num_ranks, p.num_total_experts, version=p.version)
+    assert summary_of(r) == v1.summarize_low_latency(p)
+
+
+def test_report_low_latency_rejects_what_the_layout_cannot_compute():
+    """E x T is a C++ int product in LowLatencyLayout: beyond INT_MAX upstream cannot compute."""
+    with pytest.raises(InvalidArgumentError, match=r"num_experts x num_max_dispatch_tokens_per_rank = 256 x "
+                                                   r"8388608 overflows the C\+\+ int"):
+        report(plan(experts=256, tokens=2**23), "deepep-ll")
+    assert report(plan(experts=256, tokens=2**23 - 1, version="v1.2.1"), "deepep-ll").num_bytes > 0
 
 
 def test_eplb_counts_redundant_experts():
@@ -753,7 +799,7 @@ def test_ll_hint_rounding(version, hidden, ranks, experts, t):
     """hint % 128 == 0 and total < hint <= total + 128: a full block even when aligned."""
     buffer = v1.low_latency_buffer(t, hidden, ranks, experts, version=version)
     layout = LowLatencyLayout(num_max_dispatch_tokens_per_rank=t, hidden=hidden, num_ranks=ranks,
-                              num_experts=experts, variant=v1.get_version(version).low_latency)
+                              num_experts=experts, version=version)
     assert buffer.num_bytes % 128 == 0
     assert layout.total_bytes < buffer.num_bytes <= layout.total_bytes + 128
     assert buffer.num_bytes_needed == -(-layout.total_bytes // 128) * 128
@@ -865,8 +911,8 @@ def test_summary_errors_are_the_report_errors():
     assert fast_and_full("low_latency", even)[0] == fast_and_full("low_latency", even)[1]
     assert isinstance(fast_and_full("low_latency", even)[0], Summary)
     both = ("normal", "low_latency")
-    for modes, p in ((both, plan(ranks=12, topk=40, experts=250)), (both, plan(version="v9")),
-                     (both, plan(version=["main"])), (both, plan(ranks=20, experts=260, topk=12, hidden=384)),
+    for modes, p in ((("normal",), plan(ranks=12, topk=40, experts=250)), (both, plan(version="v9")),
+                     (both, plan(version=["main"])), (("normal",), plan(ranks=20, experts=260, topk=12, hidden=384)),
                      (("normal",), plan(deepep_config=(24, 8, 512, 16, 128))),
                      (("normal",), plan(deepep_config=[24, 8, 512, 16, 128])), (("normal",), plan(num_sms=25))):
         for mode in modes:
@@ -914,7 +960,8 @@ def summary_plans(draw, configs: bool = False) -> Plan:
               num_experts=experts, num_ranks=ranks, num_max_tokens_per_rank=draw(summary_tokens),
               use_fp8_dispatch=draw(st.booleans()), version=draw(all_versions),
               num_redundant_experts=draw(st.sampled_from([0, 0, 0, ranks, 2 * ranks, 7, 2**31 - 1])),
-              num_sms=draw(st.none() | st.integers(1, 80).map(lambda n: 2 * n) | st.integers(2, 161)))
+              num_sms=draw(st.none() | st.integers(1, 80).map(lambda n: 2 * n) | st.integers(2, 161)),
+              num_topk_idx_bits=draw(st.sampled_from([None, None, 64, 32])))
     if configs:
         per_node = draw(st.none() | st.sampled_from([1, 2, 4, 8, 16]))
         if per_node is not None and ranks % per_node == 0:

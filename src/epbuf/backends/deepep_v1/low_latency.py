@@ -1,0 +1,412 @@
+"""DeepEP V1's low-latency RDMA buffer: ``LowLatencyLayout`` and its size hint, exact to the byte.
+
+Upstream: ``csrc/legacy/config.hpp:102-188 @ dd758ca`` (``CFG``). The layout holds two
+(odd/even) sets of a send buffer ``max(T * dispatch_msg, E * T * combine_msg)``, a receive
+buffer ``max(E * T * dispatch_msg, E * T * combine_msg)`` and a signaling buffer of ``E``
+ints; ``total_bytes`` is their sum. ``get_low_latency_rdma_size_hint`` rounds it to the next
+multiple of 128 *strictly above*, so an aligned total gains a whole block. Six layout
+variants (``LL0`` .. ``LL5``) exist over upstream's history; a version id chooses one.
+
+Each formula is one function below; :class:`LowLatencyLayout`, the hint, the reports and
+the ceiling search (:func:`max_low_latency_tokens`) all call them.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ..._record import Record
+from ..._search import largest_true
+from ...errors import Checker, InvalidArgumentError, check_int
+from ...report import Buffer, Region
+from ...units import INT32_MAX, align, format_int
+from .constants import (BF16_BYTES, BF162_BYTES, FLOAT_BYTES, FP8_SCALE_BLOCK, INT4_BYTES, INT_BYTES,
+                        NUM_BUFFER_ALIGNMENT_BYTES)
+from .limits import passes_int4_check
+from .versions import _DEFAULT, CFG, Version, get_version
+
+__all__ = ["num_bytes_per_dispatch_msg", "num_bytes_per_combine_msg", "Span", "LowLatencyBuffer", "LowLatencyLayout",
+           "low_latency_buffer", "get_low_latency_rdma_size_hint", "max_low_latency_tokens"]
+
+_NUM_BUFFER_SETS = 2  # buffers[0] / buffers[1]: odd and even calls alternate (CFG:171-181)
+SPAN_NAMES = {kind: tuple(f"{kind} {i}" for i in range(_NUM_BUFFER_SETS))
+              for kind in ("signaling buffer", "send buffer", "recv buffer")}
+ROUNDING_BLOCK = "hint rounding block"  # the hint's extra bytes, last region of the buffer
+
+
+# --- the formulas (variant = Version.low_latency) ------------------------------------------
+def _dispatch_msg(hidden: int, variant: int) -> int:
+    """LL0/LL1: ``H + 4 * H/128 + 16`` (FP8 only); LL2 on: ``16 + max(2H, H + 4 * H/128)`` (``CFG:143``)."""
+    if variant <= 1:
+        return hidden + hidden // FP8_SCALE_BLOCK * FLOAT_BYTES + INT4_BYTES
+    return INT4_BYTES + max(hidden * BF16_BYTES, hidden + hidden // FP8_SCALE_BLOCK * FLOAT_BYTES)
+
+
+def _combine_msg(hidden: int, variant: int) -> int:
+    """LL0-LL2: ``16 + 2H`` (a control ``int4``); LL3/LL4: ``2H``; LL5: ``4 * H/128 + 2H`` (room for
+    LogFMT's per-128-channel min/max, reserved even when LogFMT is off) (``CFG:144``)."""
+    if variant <= 2:
+        return INT4_BYTES + hidden * BF16_BYTES
+    if variant <= 4:
+        return hidden * BF16_BYTES
+    return hidden // FP8_SCALE_BLOCK * BF162_BYTES + hidden * BF16_BYTES
+
+
+def _signaling(experts: int, num_ranks: int, variant: int) -> int:
+    """``max(dispatch count ints, combine flag ints)`` = ``4E`` (``CFG:162-164``); LL0 adds
+    ``E / num_ranks`` atomic token counters to the dispatch side."""
+    if variant == 0:
+        return experts * INT_BYTES + experts // num_ranks * INT_BYTES
+    return experts * INT_BYTES
+
+
+def _signaling_aligned(experts: int, num_ranks: int, variant: int) -> int:
+    """``align_up(signaling, 128)`` from LL4 (``CFG:165``); unaligned before."""
+    signaling = _signaling(experts, num_ranks, variant)
+    return align(signaling, NUM_BUFFER_ALIGNMENT_BYTES) if variant >= 4 else signaling
+
+
+@lru_cache(maxsize=4096)
+def slots(hidden: int, num_ranks: int, experts: int, variant: int) -> tuple[int, int, int]:
+    """The token-independent parts: ``(dispatch_msg, combine_msg, signaling_buffer_bytes_aligned)``."""
+    return _dispatch_msg(hidden, variant), _combine_msg(hidden, variant), _signaling_aligned(experts, num_ranks, variant)
+
+
+def send_recv(tokens: int, experts: int, dispatch_msg: int, combine_msg: int) -> tuple[int, int]:
+    """``send = max(T * dispatch, E * T * combine)``, ``recv = max(E * T * dispatch, E * T * combine)``
+    (``CFG:147-149, 155-157``)."""
+    return (max(tokens * dispatch_msg, experts * tokens * combine_msg),
+            max(experts * tokens * dispatch_msg, experts * tokens * combine_msg))
+
+
+def span_rows(variant: int, send: int, recv: int, signaling: int) -> list[tuple[str, int, int]]:
+    """``(name, offset, num_bytes)`` of the six buffers in address order (``CFG:171-181``): each kind
+    once per buffer set, back to back; from LL4 (#313) the signaling buffers come first, before last."""
+    kinds = ((("signaling buffer", signaling), ("send buffer", send), ("recv buffer", recv)) if variant >= 4
+             else (("send buffer", send), ("recv buffer", recv), ("signaling buffer", signaling)))
+    rows, offset = [], 0
+    for kind, size in kinds:
+        for name in SPAN_NAMES[kind]:
+            rows.append((name, offset, size))
+            offset += size
+    return rows
+
+
+def hint_round_up(total_bytes: int) -> int:
+    """``((num_bytes + 128) / 128) * 128`` (``CFG:187``; the same since ebfe47e). Upstream's quirk:
+    not a round-up but "next multiple of 128 strictly above", so an aligned total gets a whole block."""
+    return (total_bytes + NUM_BUFFER_ALIGNMENT_BYTES) // NUM_BUFFER_ALIGNMENT_BYTES * NUM_BUFFER_ALIGNMENT_BYTES
+
+
+def layout_problems(tokens: int, hidden: int, experts: int, send: int, recv: int) -> list:
+    """What the layout's constructor refuses for checked integers: ``E * T`` beyond the C++ ``int``
+    it multiplies in (``CFG:146, 154``), and ``send/recv_buffer_bytes % sizeof(int4) == 0``
+    (``CFG:150, 158``). Empty when the size function evaluates."""
+    c = Checker()
+    if experts * tokens > INT32_MAX:
+        c.add("num_max_tokens_per_rank", tokens,
+              f"num_experts x num_max_dispatch_tokens_per_rank = {experts} x {tokens} overflows the C++ int "
+              f"LowLatencyLayout multiplies in ({CFG}:146, 154); upstream cannot compute this size")
+    for what, num_bytes, line in (("send", send, "150"), ("receive", recv, "158")):
+        if num_bytes % INT4_BYTES:
+            c.add("hidden", hidden, f"the low-latency {what} buffer ({format_int(num_bytes)} B) must be a multiple "
+                                    f"of 16 B (EP_HOST_ASSERT, {CFG}:{line}); use hidden % 8 == 0")
+    return c.problems
+
+
+def _check(tokens: object, hidden: object, num_ranks: object, experts: object) -> None:
+    """The layout's ``int`` arguments: one comparison chain on the good path (validation must
+    not cost more than the arithmetic, benchmarks/api_speed.py)."""
+    if (type(tokens) is int and 0 <= tokens <= INT32_MAX and type(hidden) is int and 0 < hidden <= INT32_MAX
+            and type(num_ranks) is int and 0 < num_ranks <= INT32_MAX and type(experts) is int
+            and 0 <= experts <= INT32_MAX):
+        return
+    check_int("num_max_tokens_per_rank", tokens, 0, INT32_MAX, "num_max_dispatch_tokens_per_rank, an int upstream")
+    check_int("hidden", hidden, 1, INT32_MAX)
+    check_int("num_ranks", num_ranks, 1, INT32_MAX)
+    check_int("num_experts", experts, 0, INT32_MAX)
+
+
+def num_bytes_per_dispatch_msg(hidden: int, *, version: str | None = None) -> int:
+    """``num_bytes_per_dispatch_msg`` of ``LowLatencyLayout`` (``CFG:143``): ``16 + max(2H, H + 4 * H/128)``
+    (LL0/LL1: ``H + 4 * H/128 + 16``, FP8 only).
+
+    >>> num_bytes_per_dispatch_msg(7168), num_bytes_per_dispatch_msg(7168, version="ll0")
+    (14352, 7408)
+    """
+    check_int("hidden", hidden, 1, INT32_MAX)
+    return _dispatch_msg(hidden, get_version(version).low_latency)
+
+
+def num_bytes_per_combine_msg(hidden: int, *, version: str | None = None) -> int:
+    """``num_bytes_per_combine_msg`` of ``LowLatencyLayout`` (``CFG:144``): ``4 * H/128 + 2H`` (LL5);
+    ``2H`` (LL3/LL4); ``16 + 2H`` (LL0-LL2).
+
+    >>> num_bytes_per_combine_msg(7168), num_bytes_per_combine_msg(7168, version="ll4")
+    (14560, 14336)
+    """
+    check_int("hidden", hidden, 1, INT32_MAX)
+    return _combine_msg(hidden, get_version(version).low_latency)
+
+
+class Span(Record):
+    """A named byte range of the low-latency RDMA buffer."""
+
+    name: str
+    offset: int
+    num_bytes: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.num_bytes
+
+
+class LowLatencyBuffer(Record):
+    """``LowLatencyBuffer`` (``CFG:102-120``): one of the two (odd/even) buffer sets, as byte
+    offsets into the RDMA buffer. Dispatch and combine share the same memory.
+    ``dispatch_rdma_atomic_token_counter`` exists only in LL0 (after the count buffer)."""
+
+    num_clean_int: int
+    dispatch_rdma_send_buffer: int
+    dispatch_rdma_recv_data_buffer: int
+    dispatch_rdma_recv_count_buffer: int
+    combine_rdma_send_buffer: int
+    combine_rdma_recv_data_buffer: int
+    combine_rdma_recv_flag_buffer: int
+    dispatch_rdma_atomic_token_counter: int | None = None
+
+
+class LowLatencyLayout(Record):
+    """``LowLatencyLayout(rdma_buffer, num_max_dispatch_tokens_per_rank, hidden, num_ranks,
+    num_experts)`` (``CFG:122-183``) without the pointer: arguments in upstream's order,
+    positional or by keyword, plus the version (id or commit) whose layout variant applies.
+
+    Attributes:
+        num_max_dispatch_tokens_per_rank: ``T``.
+        hidden: ``H`` (elements; the layout sizes BF16 slots).
+        num_ranks: only LL0 reads it.
+        num_experts: ``E``, every expert the library sees (EPLB redundant ones included).
+        version: a version id or commit (``None``: main).
+
+    >>> layout = LowLatencyLayout(128, 7168, 16, 288)
+    >>> layout.num_bytes_per_dispatch_msg, layout.num_bytes_per_combine_msg, layout.total_bytes
+    (14352, 14560, 2146961664)
+
+    Raises:
+        InvalidArgumentError: negative or non-integer inputs, ``E * T`` beyond C++ ``int``, and
+            upstream's ``send/recv_buffer_bytes % sizeof(int4) == 0`` asserts (``CFG:150, 158``).
+    """
+
+    num_max_dispatch_tokens_per_rank: int
+    hidden: int
+    num_ranks: int
+    num_experts: int
+    version: str | None
+
+    def __init__(self, num_max_dispatch_tokens_per_rank: int, hidden: int, num_ranks: int, num_experts: int, *,
+                 version: str | None = None) -> None:
+        _check(num_max_dispatch_tokens_per_rank, hidden, num_ranks, num_experts)
+        v = get_version(version)
+        d = self.__dict__
+        d.update(num_max_dispatch_tokens_per_rank=num_max_dispatch_tokens_per_rank, hidden=hidden,
+                 num_ranks=num_ranks, num_experts=num_experts, version=version)
+        dispatch, combine, signaling = slots(hidden, num_ranks, num_experts, v.low_latency)
+        send, recv = send_recv(num_max_dispatch_tokens_per_rank, num_experts, dispatch, combine)
+        problems = layout_problems(num_max_dispatch_tokens_per_rank, hidden, num_experts, send, recv)
+        if problems:
+            raise InvalidArgumentError(problems)
+        d["_v"] = v
+        d["_sizes"] = (dispatch, combine, signaling, send, recv)
+
+    @property
+    def variant(self) -> int:
+        """The layout variant of :attr:`version` (0..5 for ``LL0`` .. ``LL5``)."""
+        return self._v.low_latency
+
+    @property
+    def num_scales(self) -> int:
+        """``hidden / 128`` (``CFG:132``)."""
+        return self.hidden // FP8_SCALE_BLOCK
+
+    @property
+    def num_bytes_per_dispatch_msg(self) -> int:
+        return self._sizes[0]
+
+    @property
+    def num_bytes_per_combine_msg(self) -> int:
+        return self._sizes[1]
+
+    @property
+    def send_buffer_bytes(self) -> int:
+        """``max(T * dispatch_msg, E * T * combine_msg)`` (``CFG:147-149``)."""
+        return self._sizes[3]
+
+    @property
+    def recv_buffer_bytes(self) -> int:
+        """``max(E * T * dispatch_msg, E * T * combine_msg)`` (``CFG:155-157``)."""
+        return self._sizes[4]
+
+    @property
+    def signaling_buffer_bytes(self) -> int:
+        """``4E`` (``CFG:162-164``); LL0 adds ``E / num_ranks`` atomic token counters."""
+        return _signaling(self.num_experts, self.num_ranks, self.variant)
+
+    @property
+    def signaling_buffer_bytes_aligned(self) -> int:
+        """``align_up(signaling, 128)`` from LL4 (``CFG:165``); unaligned before."""
+        return self._sizes[2]
+
+    def span_rows(self) -> list[tuple[str, int, int]]:
+        """``(name, offset, num_bytes)`` of :meth:`spans`."""
+        return span_rows(self.variant, self._sizes[3], self._sizes[4], self._sizes[2])
+
+    def spans(self) -> tuple[Span, ...]:
+        """The six buffers in address order (``CFG:171-181``)."""
+        return tuple(Span(name=name, offset=offset, num_bytes=size) for name, offset, size in self.span_rows())
+
+    @property
+    def total_bytes(self) -> int:
+        """``total_bytes``: the end of the last buffer; the size every LL kernel checks
+        (``layout.total_bytes <= num_rdma_bytes``, ``BUF:1503, 1643``)."""
+        return 2 * (self._sizes[2] + self._sizes[3] + self._sizes[4])
+
+    def buffers(self) -> tuple[LowLatencyBuffer, LowLatencyBuffer]:
+        """``buffers[0]`` and ``buffers[1]`` as offsets (``CFG:171-181``)."""
+        by_name = {name: offset for name, offset, _ in self.span_rows()}
+
+        def one(i: int) -> LowLatencyBuffer:
+            sig = by_name[SPAN_NAMES["signaling buffer"][i]]
+            send = by_name[SPAN_NAMES["send buffer"][i]]
+            recv = by_name[SPAN_NAMES["recv buffer"][i]]
+            return LowLatencyBuffer(
+                num_clean_int=self.signaling_buffer_bytes // INT_BYTES, dispatch_rdma_send_buffer=send,
+                dispatch_rdma_recv_data_buffer=recv, dispatch_rdma_recv_count_buffer=sig,
+                combine_rdma_send_buffer=send, combine_rdma_recv_data_buffer=recv, combine_rdma_recv_flag_buffer=sig,
+                dispatch_rdma_atomic_token_counter=sig + self.num_experts * INT_BYTES if self.variant == 0 else None)
+
+        return one(0), one(1)
+
+
+def get_low_latency_rdma_size_hint(num_max_dispatch_tokens_per_rank: int, hidden: int, num_ranks: int,
+                                   num_experts: int, *, version: str | None = None) -> int:
+    """``get_low_latency_rdma_size_hint`` (``CFG:185-188``; ``Buffer.get_low_latency_rdma_size_hint``,
+    ``PY:176-189``): the low-latency RDMA buffer bytes, the layout's ``total_bytes`` rounded up
+    to the next multiple of 128 strictly above. Unlike DeepEP V2's and DeepEP-Ascend's
+    ``calculate_buffer_size``, it takes no top-k and no dtype: the layout reserves BF16 slots.
+
+    Args:
+        num_max_dispatch_tokens_per_rank: most tokens one rank dispatches per call.
+        hidden: hidden size in elements (the size is computed for BF16 slots).
+        num_ranks: expert-parallel ranks (only LL0 reads it).
+        num_experts: experts the library sees, EPLB redundant experts included.
+        version: a version id or commit (``None``: main).
+
+    The vLLM #57894 shape (hidden 5120, 16 ranks, 384 + 64 redundant experts):
+
+    >>> get_low_latency_rdma_size_hint(2048, 5120, 16, 448)
+    38168170112
+
+    Raises:
+        InvalidArgumentError: as :class:`LowLatencyLayout`.
+    """
+    _check(num_max_dispatch_tokens_per_rank, hidden, num_ranks, num_experts)
+    variant = (_DEFAULT if version is None else get_version(version)).low_latency
+    dispatch, combine, signaling = slots(hidden, num_ranks, num_experts, variant)
+    send, recv = send_recv(num_max_dispatch_tokens_per_rank, num_experts, dispatch, combine)
+    if send % INT4_BYTES or recv % INT4_BYTES or num_experts * num_max_dispatch_tokens_per_rank > INT32_MAX:
+        raise InvalidArgumentError(layout_problems(num_max_dispatch_tokens_per_rank, hidden, num_experts, send, recv))
+    return hint_round_up(2 * (send + recv + signaling))
+
+
+def low_latency_buffer(num_max_dispatch_tokens_per_rank: int, hidden: int, num_ranks: int, num_experts: int, *,
+                       version: str | None = None) -> Buffer:
+    """The low-latency RDMA buffer: :class:`LowLatencyLayout`'s six spans plus the hint's rounding
+    block, rule ``"sum"``. ``num_bytes`` is the hint; ``num_bytes_needed`` is ``align(total_bytes,
+    128)``, the smallest size the kernels and ``Buffer`` accept."""
+    layout = LowLatencyLayout(num_max_dispatch_tokens_per_rank, hidden, num_ranks, num_experts, version=version)
+    return rdma_buffer(layout, layout._v)
+
+
+def rdma_buffer(layout: LowLatencyLayout, v: Version) -> Buffer:
+    """:func:`low_latency_buffer` of a checked ``layout``: the layout's span rows and the rounding
+    row (the rows the summary reads), with formulas."""
+    t, e, num_ranks = layout.num_max_dispatch_tokens_per_rank, layout.num_experts, layout.num_ranks
+    dispatch_msg, combine_msg = layout.num_bytes_per_dispatch_msg, layout.num_bytes_per_combine_msg
+    formulas = {
+        "send buffer": (f"max({format_int(t)} tokens x {format_int(dispatch_msg)} B, "
+                        f"{e} experts x {format_int(t)} tokens x {format_int(combine_msg)} B)", "147-151"),
+        "recv buffer": (f"{e} experts x {format_int(t)} tokens x max({format_int(dispatch_msg)}, "
+                        f"{format_int(combine_msg)}) B", "155-159"),
+        "signaling buffer": (
+            (f"({e} + {e} / {num_ranks}) ints x 4 B" if v.low_latency == 0 else f"{e} experts x 4 B")
+            + (", aligned to 128 B" if v.low_latency >= 4 else ""), "162-166"),
+    }
+    rows = layout.span_rows()
+    regions = []
+    for name, offset, size in rows:
+        formula, lines = formulas[name.rsplit(" ", 1)[0]]
+        regions.append(Region(name=name, num_bytes=size, num_bytes_used=size,
+                              formula=f"at offset {format_int(offset)}: {formula}",
+                              source=v.cite("CFG", lines, "LowLatencyLayout")))
+    total = layout.total_bytes
+    source = v.cite("CFG", "185-188", "get_low_latency_rdma_size_hint")
+    regions.append(Region(name=ROUNDING_BLOCK, num_bytes=hint_round_up(total) - total, num_bytes_used=0,
+                          formula=f"((total {format_int(total)} + 128) / 128) x 128 - total: "
+                                  "a full block even when aligned", source=source))
+    return Buffer.combine("RDMA buffer", regions, "sum", NUM_BUFFER_ALIGNMENT_BYTES, source=source)
+
+
+def max_low_latency_tokens(hidden: int, num_ranks: int, num_experts: int, *, version: str | None = None,
+                           budget: int | None = None) -> int:
+    """The largest ``num_max_dispatch_tokens_per_rank`` whose hint ``Buffer`` accepts.
+
+    "Accepts" means, for versions that have it (4623c67 on: ``main``), the constructor check
+    ``num_rdma_bytes / sizeof(int4) < INT_MAX`` (``BUF:112``), i.e. a hint of at most
+    2^35 - 128 bytes; and, when ``budget`` is given, ``hint <= budget``. Token counts whose
+    ``E * T`` overflows the layout's ``int`` never fit. The hint is non-decreasing in the token
+    count, so this is an exact binary search over ``0 .. INT_MAX``, not an estimate; cached.
+
+    Args:
+        hidden, num_ranks, num_experts, version: as :func:`get_low_latency_rdma_size_hint`.
+        budget: bytes the RDMA buffer may take (``None``: no budget).
+
+    Returns:
+        The token count; 0 when not even one token fits.
+
+    >>> max_low_latency_tokens(5120, 16, 448)
+    1843
+
+    Raises:
+        InvalidArgumentError: a version without the size check and no ``budget`` (no upper
+            bound exists), a negative budget, or arguments the layout rejects.
+    """
+    v = get_version(version)
+    if budget is not None:
+        check_int("budget", budget, 0, None, "bytes")
+    elif not v.int4_count_check:
+        c = Checker()
+        c.add("version", v.id, f"{v.id} has no upper bound on num_rdma_bytes (Buffer checks num_rdma_bytes / 16 < "
+                               "INT_MAX only from 4623c67, i.e. in main); pass a budget")
+        c.raise_if_any()
+    # One token validates the arguments. Send/recv bytes are T times their one-token value,
+    # so when their multiple-of-16 asserts hold for T = 1 they hold for every T (the search
+    # then needs no alignment check). The converse fails: with a message size that is not a
+    # multiple of 16 (only for hidden sizes the kernels do not support) some larger T still
+    # pass; this function rejects such shapes rather than search a non-monotone set.
+    LowLatencyLayout(1, hidden, num_ranks, num_experts, version=version)
+    return _max_tokens(v, hidden, num_ranks, num_experts, budget)
+
+
+@lru_cache(maxsize=4096)
+def _max_tokens(v: Version, hidden: int, num_ranks: int, num_experts: int, budget: int | None) -> int:
+    dispatch, combine, signaling = slots(hidden, num_ranks, num_experts, v.low_latency)
+
+    def fits(tokens: int) -> bool:
+        if num_experts * tokens > INT32_MAX:
+            return False
+        send, recv = send_recv(tokens, num_experts, dispatch, combine)
+        hint = hint_round_up(2 * (send + recv + signaling))
+        return (not v.int4_count_check or passes_int4_check(hint)) and (budget is None or hint <= budget)
+
+    best = largest_true(0, INT32_MAX, fits)
+    return 0 if best is None else best
