@@ -21,6 +21,7 @@ here (so one module adapts when DeepEP V1's API changes):
 
 from __future__ import annotations
 
+from ...errors import InvalidArgumentError, Problem
 from .. import deepep_v1 as _v1
 
 __all__ = ["NORMAL_VERSION", "LL_VERSION", "LL_VERSION_NEWEST", "Config", "make_config", "nvl_buffer",
@@ -57,10 +58,17 @@ def get_hidden_bytes(hidden: int, use_fp8_dispatch: bool) -> int:
 
 
 def ll_layout(num_max_dispatch_tokens_per_rank: int, hidden: int, num_ranks: int, num_experts: int):
-    """DeepEP V1's ``LowLatencyLayout`` at :data:`LL_VERSION` (raises its argument errors)."""
-    return _v1.LowLatencyLayout(num_max_dispatch_tokens_per_rank=num_max_dispatch_tokens_per_rank, hidden=hidden,
-                                num_ranks=num_ranks, num_experts=num_experts,
-                                variant=_v1.get_version(LL_VERSION).low_latency)
+    """DeepEP V1's ``LowLatencyLayout`` at :data:`LL_VERSION`. Its argument errors are raised with
+    UCCL-EP's copy of the send/receive asserts named too (``ep_config.hpp:226, 239``)."""
+    try:
+        return _v1.LowLatencyLayout(num_max_dispatch_tokens_per_rank=num_max_dispatch_tokens_per_rank, hidden=hidden,
+                                    num_ranks=num_ranks, num_experts=num_experts,
+                                    variant=_v1.get_version(LL_VERSION).low_latency)
+    except InvalidArgumentError as error:
+        raise InvalidArgumentError([
+            Problem(p.argument, p.value, p.allowed + ("; UCCL-EP: ep/include/ep_config.hpp:226, 239 @da914a2"
+                                                      if "multiple of 16" in p.allowed else ""))
+            for p in error.problems]) from None
 
 
 def ll_hint(num_max_dispatch_tokens_per_rank: int, hidden: int, num_ranks: int, num_experts: int) -> int:
