@@ -88,10 +88,13 @@ def _runtime_buffers(ranks_per_node: int, platform: str, nic: str) -> tuple[Buff
 
 def _host_memory_finding(prefix: str, host_buffers: tuple[Buffer, ...], runtime: Buffer) -> Finding:
     host = sum(b.num_bytes for b in host_buffers)
+    names = [r.name for b in host_buffers for r in b.regions]
+    extra = (", the atomic buffer" if "atomic buffer" in names else "") + (
+        ", the RDMA buffer" if any(b.name.startswith("RDMA buffer") for b in host_buffers) else "")
     return Finding(
         severity="info", code=f"{prefix}.host-memory",
         message=f"per GPU, UCCL-EP also pins {format_int(host)} B ({format_bytes(host)}) of host memory (proxy FIFO "
-                f"triggers and tails, receive counters{', the atomic buffer' if any(r.name == 'atomic buffer' for b in host_buffers for r in b.regions) else ''}); "
+                f"triggers and tails, receive counters{extra}); "
                 f"it is listed under host memory and not counted in the device total. UCCL-only device memory "
                 f"(atomic buffer when on the device, FIFO heads, D2H handles, IPC table): "
                 f"{format_int(runtime.num_bytes)} B",
@@ -279,8 +282,8 @@ def report_normal(plan) -> Report:
                 data={"num_max_tokens_per_rank": plan.num_max_tokens_per_rank}),
         Finding(severity="info", code="uccl-ep.deepep-formulas",
                 message=f"UCCL-EP's Config and hints are DeepEP V1's ({cite(_CFG, '24-132')}, from "
-                        f"thirdparty/DeepEP/csrc/config.hpp); the recipe sizes with hidden_bytes = hidden x max(element "
-                        f"size, 2) = {format_int(core.hidden_bytes)}, so FP8 and BF16 get the same buffers",
+                        "thirdparty/DeepEP/csrc/config.hpp); the recipe sizes with hidden_bytes = hidden x "
+                        f"max(element size, 2) = {format_int(core.hidden_bytes)}, so FP8 and BF16 get the same buffers",
                 data={"hidden_bytes": core.hidden_bytes, "deepep_version": _deepep.NORMAL_VERSION}),
     ]
     if core.override is None:
@@ -288,7 +291,8 @@ def report_normal(plan) -> Report:
         findings.append(Finding(
             severity="info", code="uccl-ep.binding-config",
             message=f"NVL buffer set by the {core.nvl_key} config, RDMA buffer by the {core.rdma_key} config "
-                    f"(UCCL-EP tables, {cite('bench/buffer.py', '741-794')}: dispatch {configs['dispatch'].as_tuple()}, "
+                    f"(UCCL-EP tables, {cite('bench/buffer.py', '741-794')}: "
+                    f"dispatch {configs['dispatch'].as_tuple()}, "
                     f"combine {configs['combine'].as_tuple()}"
                     + ("; EFA rows: 512 RDMA receive tokens instead of 128" if efa else "") + ")",
             data={"nvl": core.nvl_key, "rdma": core.rdma_key, "efa_rows": efa}))
@@ -377,7 +381,8 @@ def _ll_regions(layout: LowLatencyLayout, hint: int) -> list[Region]:
                 f"{e} x {format_int(t)} x {format_int(c)} B)")
         signaling = f"max({r} x {r} ranks, {e} experts) ints x 4 B, aligned to 128 B"
     else:
-        send = f"max({format_int(t)} tokens x {format_int(d)} B, {e} experts x {format_int(t)} tokens x {format_int(c)} B)"
+        send = (f"max({format_int(t)} tokens x {format_int(d)} B, "
+                f"{e} experts x {format_int(t)} tokens x {format_int(c)} B)")
         signaling = f"{e} experts x 4 B, aligned to 128 B"
     formulas = {"signaling buffer": signaling, "send buffer": send,
                 "recv buffer": f"{e} experts x {format_int(t)} tokens x max({format_int(d)}, {format_int(c)}) B"}
@@ -450,8 +455,9 @@ def report_low_latency(plan) -> Report:
                         "a run accepts",
                 data={"total_bytes": layout.total_bytes, "hint": hint, "needed": rdma.num_bytes_needed}),
         Finding(severity="info", code="uccl-ll.atomic-signaling",
-                message=f"the internode signaling buffers (2 x {format_int(layout.signaling_buffer_bytes_internode_aligned)}"
-                        f" B of 64-bit counters) live in the proxy's {format_int(K_ATOMIC_BUFFER_SIZE)} B atomic buffer, "
+                message=f"the internode signaling buffers (2 x "
+                        f"{format_int(layout.signaling_buffer_bytes_internode_aligned)} B of 64-bit counters) live in "
+                        f"the proxy's {format_int(K_ATOMIC_BUFFER_SIZE)} B atomic buffer, "
                         f"not in the RDMA buffer ({cite(_CFG, '258-281')})",
                 data={"num_bytes": layout.atomic_buffer_bytes_used, "atomic_buffer_num_bytes": K_ATOMIC_BUFFER_SIZE}),
     ]
