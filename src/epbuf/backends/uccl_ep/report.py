@@ -471,7 +471,9 @@ def report_low_latency(plan) -> Report:
     else:
         findings.append(Finding(severity="info", code="uccl-ll.num-ranks-unused",
                                 message="num_ranks does not enter the low-latency hint (only num_experts does) unless "
-                                        "UCCL-EP is built with PER_EXPERT_BATCHING=1", data={}))
+                                        "UCCL-EP is built with PER_EXPERT_BATCHING=1 (--per-expert-batching), the build "
+                                        "the DeepEP drop-in's instructions use (ep/deep_ep_wrapper/README.md:6 "
+                                        "@da914a2)", data={}))
     if plan.num_redundant_experts:
         findings.append(Finding(
             severity="info", code="uccl-ll.eplb",
