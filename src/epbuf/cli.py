@@ -142,7 +142,16 @@ def _add_plan_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
     u.add_argument("--no-nvlink", dest="scaleup_is_nvlink", action="store_false",
                    help="deepep-v2: the scale-up domain is not NVLink")
     u.add_argument("--num-sms", dest="num_sms", type=_int_arg(">= 2", lo=2),
-                   help="deepep-v1: Buffer.num_sms for the default configs (default 20)")
+                   help="deepep-v1, uccl-ep: Buffer.num_sms for the default configs (default 20)")
+    x = p.add_argument_group("UCCL-EP options (uccl-ep, uccl-ll)")
+    x.add_argument("--platform", choices=("cuda", "rocm"),
+                   help="GPU platform of the build (default cuda; rocm when --device names an AMD GPU)")
+    x.add_argument("--nic", choices=("ib", "efa", "intel", "host-memory"),
+                   help="network path: ib (GPU memory registered, default), efa (EFA configs, atomic buffer in host "
+                        "memory), intel (atomic buffer in host memory), host-memory (RDMA and atomic buffers in "
+                        "pinned host memory)")
+    x.add_argument("--per-expert-batching", dest="per_expert_batching", action="store_true",
+                   help="UCCL-EP built with PER_EXPERT_BATCHING=1 (low-latency send buffer per expert)")
 
 
 def _model_from_args(args: argparse.Namespace):
@@ -223,7 +232,21 @@ def _plan_from_args(args: argparse.Namespace):
         allow_multiple_reduction=args.allow_multiple_reduction,
         scaleup_is_nvlink=args.scaleup_is_nvlink,
         num_sms=args.num_sms,
+        platform=_platform_from_args(args),
+        nic=args.nic,
+        per_expert_batching=args.per_expert_batching,
     )
+
+
+def _platform_from_args(args: argparse.Namespace) -> str | None:
+    """``--platform``, else ``rocm`` when ``--device`` names an AMD GPU, else None."""
+    if args.platform is not None:
+        return args.platform
+    if getattr(args, "device", None):
+        from .devices import get_device
+
+        return "rocm" if get_device(args.device).vendor == "AMD" else None
+    return None
 
 
 def _print_json(data: object) -> None:

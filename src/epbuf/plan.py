@@ -21,6 +21,10 @@ from .units import INT32_MAX
 __all__ = ["Plan", "report", "summarize", "summarizer", "compare", "BACKENDS", "backend_names", "get_backend"]
 
 
+PLATFORMS = ("cuda", "rocm")  # Plan.platform values
+NICS = ("ib", "efa", "intel", "host-memory")  # Plan.nic values (UCCL-EP)
+
+
 class Plan(Record):
     """The inputs of a buffer-size question.
 
@@ -49,6 +53,19 @@ class Plan(Record):
             int64 indices and rejects 32.
         deepep_config: DeepEP V1 ``Config`` to size with instead of the default dispatch and
             combine configs (an ``epbuf.backends.deepep_v1.Config``; ``None`` = the defaults).
+            UCCL-EP uses the same ``Config``.
+        platform: the GPU software platform the library is built for: ``"cuda"`` (NVIDIA) or
+            ``"rocm"`` (AMD); ``None`` = ``"cuda"``. UCCL-EP: ROCm builds check sizes against
+            int64 instead of int, have 64-lane warps and no TMA, and allocate every buffer on the
+            device.
+        nic: UCCL-EP's network path: ``"ib"`` (verbs NIC that registers GPU memory and has
+            native atomics; the default), ``"efa"`` (AWS EFA build: the EFA default configs,
+            atomic buffer in pinned host memory), ``"intel"`` (Intel RDMA NIC build: DMA-BUF
+            registration, atomic buffer in pinned host memory), ``"host-memory"`` (a verbs NIC
+            that cannot register GPU memory: the RDMA and atomic buffers fall back to pinned host
+            memory); ``None`` = ``"ib"``.
+        per_expert_batching: UCCL-EP built with ``PER_EXPERT_BATCHING=1`` (per-expert batched
+            low-latency sends: a larger send buffer and ``num_ranks`` squared counters).
         model: a label for reports (preset name), not used in arithmetic.
     """
 
@@ -68,6 +85,9 @@ class Plan(Record):
     num_sms: int | None = None
     num_topk_idx_bits: int | None = None
     deepep_config: object | None = None
+    platform: str | None = None
+    nic: str | None = None
+    per_expert_batching: bool = False
     model: str = ""
 
     def __post_init__(self) -> None:
@@ -94,7 +114,12 @@ class Plan(Record):
                 )
         if not isinstance(self.model, str):
             c.add("model", self.model, "must be a string (a label for reports)")
-        for name in ("use_fp8_dispatch", "scaleup_is_nvlink", "allow_hybrid_mode", "allow_multiple_reduction"):
+        if self.platform is not None and self.platform not in PLATFORMS:
+            c.add("platform", self.platform, "allowed " + ", ".join(PLATFORMS))
+        if self.nic is not None and self.nic not in NICS:
+            c.add("nic", self.nic, "allowed " + ", ".join(NICS))
+        for name in ("use_fp8_dispatch", "scaleup_is_nvlink", "allow_hybrid_mode", "allow_multiple_reduction",
+                     "per_expert_batching"):
             if not isinstance(getattr(self, name), bool):
                 c.add(name, getattr(self, name), "must be True or False")
         c.raise_if_any()
@@ -124,6 +149,8 @@ BACKENDS: dict[str, tuple[str, str, str]] = {
     "deepep-v2": ("epbuf.backends.deepep_v2", "report", "DeepEP V2 ElasticBuffer / EPBuffer (NVIDIA)"),
     "deepep-v1": ("epbuf.backends.deepep_v1", "report_normal", "DeepEP V1 legacy normal mode: NVL + RDMA buffers (NVIDIA)"),
     "deepep-ll": ("epbuf.backends.deepep_v1", "report_low_latency", "DeepEP V1 legacy low-latency RDMA buffer (NVIDIA)"),
+    "uccl-ep": ("epbuf.backends.uccl_ep", "report_normal", "UCCL-EP normal mode: NVL + RDMA buffers, proxies (NVIDIA/AMD, any NIC)"),
+    "uccl-ll": ("epbuf.backends.uccl_ep", "report_low_latency", "UCCL-EP low-latency RDMA buffer, proxies (NVIDIA/AMD, any NIC)"),
 }
 
 

@@ -54,6 +54,33 @@ def _record_summary(record: RecordLayout) -> str:
     return " | ".join(parts)
 
 
+def _buffer_lines(b, where: str = "") -> list[str]:
+    """One buffer: its rule, the regions with formulas, the allocation and the real need."""
+    rule = {"max": "max of the regions (they reuse the memory)", "sum": "sum of the regions"}[b.rule]
+    align_text = f", aligned to {format_bytes(b.alignment)}" if b.alignment > 1 else ""
+    where_text = f" ({where})" if where else ""
+    out = [f"{b.name}{where_text} = {rule}{align_text}" + (f"   [{b.source}]" if b.source else "")]
+    rows = []
+    for r in b.regions:
+        used = format_int(r.num_bytes_used) if r.num_bytes_used != r.num_bytes else "same"
+        rows.append([r.name, format_int(r.num_bytes), format_bytes(r.num_bytes), used, r.formula])
+    out.append(table(["region", "hint bytes", "", "real run", "formula"], rows, right={1, 2, 3}))
+    if b.rule == "max" and len(b.regions) > 1:
+        largest = b.binding_region()
+        out.append(f"  max:               {bytes_cell(largest.num_bytes)}   ({largest.name})")
+    out.append(f"  allocated (hint):  {bytes_cell(b.num_bytes)}")
+    if b.num_bytes_needed < b.num_bytes:
+        out.append(f"  real need:         {bytes_cell(b.num_bytes_needed)}   "
+                   f"(hint over-reserves {bytes_cell(b.num_bytes - b.num_bytes_needed)})")
+    elif b.num_bytes_needed > b.num_bytes:
+        out.append(f"  real need:         {bytes_cell(b.num_bytes_needed)}   "
+                   f"(hint UNDER-reserves {bytes_cell(b.num_bytes_needed - b.num_bytes)})")
+    else:
+        out.append(f"  real need:         {bytes_cell(b.num_bytes_needed)}   (the hint reserves exactly this)")
+    out.append("")
+    return out
+
+
 def render_report(report: Report, device: tuple[str, int] | None = None, verbose: bool = False) -> str:
     """The human form of ``epbuf hint``: records, buffers with their regions, totals,
     findings and limits. ``device`` is ``(name, capacity bytes)`` for the share line."""
@@ -66,31 +93,15 @@ def render_report(report: Report, device: tuple[str, int] | None = None, verbose
         out.append("")
 
     for b in report.buffers:
-        rule = {"max": "max of the regions (they reuse the memory)", "sum": "sum of the regions"}[b.rule]
-        align_text = f", aligned to {format_bytes(b.alignment)}" if b.alignment > 1 else ""
-        out.append(f"{b.name} = {rule}{align_text}" + (f"   [{b.source}]" if b.source else ""))
-        rows = []
-        for r in b.regions:
-            used = format_int(r.num_bytes_used) if r.num_bytes_used != r.num_bytes else "same"
-            rows.append([r.name, format_int(r.num_bytes), format_bytes(r.num_bytes), used, r.formula])
-        out.append(table(["region", "hint bytes", "", "real run", "formula"], rows, right={1, 2, 3}))
-        if b.rule == "max" and len(b.regions) > 1:
-            largest = b.binding_region()
-            out.append(f"  max:               {bytes_cell(largest.num_bytes)}   ({largest.name})")
-        out.append(f"  allocated (hint):  {bytes_cell(b.num_bytes)}")
-        if b.num_bytes_needed < b.num_bytes:
-            out.append(f"  real need:         {bytes_cell(b.num_bytes_needed)}   "
-                       f"(hint over-reserves {bytes_cell(b.num_bytes - b.num_bytes_needed)})")
-        elif b.num_bytes_needed > b.num_bytes:
-            out.append(f"  real need:         {bytes_cell(b.num_bytes_needed)}   "
-                       f"(hint UNDER-reserves {bytes_cell(b.num_bytes_needed - b.num_bytes)})")
-        else:
-            out.append(f"  real need:         {bytes_cell(b.num_bytes_needed)}   (the hint reserves exactly this)")
-        out.append("")
+        out.extend(_buffer_lines(b))
+    for b in report.host_buffers:
+        out.extend(_buffer_lines(b, where="host memory, not in the device total"))
 
     if len(report.buffers) > 1:
         out.append(f"Total device allocation: {bytes_cell(report.num_bytes)}"
                    f"   (real need {bytes_cell(report.num_bytes_needed)})")
+    if report.host_buffers:
+        out.append(f"Total host allocation:   {bytes_cell(report.host_num_bytes)}   (per device, pinned)")
     if device is not None:
         name, capacity = device
         share = report.num_bytes / capacity * 100
@@ -179,6 +190,10 @@ def render_compare(results: dict, device: tuple[str, int] | None = None) -> str:
             region_rows.append([b.name, f"= {b.rule}, aligned to {format_bytes(b.alignment)}" if b.alignment > 1
                                 else f"= {b.rule}", format_int(b.num_bytes), format_bytes(b.num_bytes),
                                 format_int(b.num_bytes_needed) if b.num_bytes_needed != b.num_bytes else "same"])
+        for b in rep.host_buffers:
+            for r in b.regions:
+                region_rows.append([f"{b.name} (host)", r.name, format_int(r.num_bytes), format_bytes(r.num_bytes),
+                                    "same" if r.num_bytes_used == r.num_bytes else format_int(r.num_bytes_used)])
         out.append(table(["buffer", "region", "hint bytes", "", "real run"], region_rows, right={2, 3, 4}))
         errors = [f for f in rep.findings if f.severity == "error"]
         for f in errors:

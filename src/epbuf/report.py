@@ -264,6 +264,8 @@ class Report(Record):
         quantities: other named numbers of the computation.
         findings: inconsistencies, approximations and kernel limits worth knowing.
         limits: every upstream limit checked, with its value.
+        host_buffers: allocations in (pinned) host memory, per device; *not* part of
+            :attr:`num_bytes`, which is device memory only (UCCL-EP's proxy FIFOs, for example).
     """
 
     backend: str
@@ -275,11 +277,17 @@ class Report(Record):
     quantities: tuple[Quantity, ...] = ()
     findings: tuple[Finding, ...] = ()
     limits: tuple[LimitCheck, ...] = ()
+    host_buffers: tuple[Buffer, ...] = ()
 
     @property
     def num_bytes(self) -> int:
         """Total device allocation as upstream's hints size it."""
         return sum(b.num_bytes for b in self.buffers)
+
+    @property
+    def host_num_bytes(self) -> int:
+        """Total host allocation (:attr:`host_buffers`), bytes; 0 for backends without any."""
+        return sum(b.num_bytes for b in self.host_buffers)
 
     @property
     def num_bytes_needed(self) -> int:
@@ -324,6 +332,30 @@ def _record_dict(record: RecordLayout) -> dict:
     }
 
 
+def _buffer_dict(b: Buffer) -> dict:
+    return {
+        "name": b.name,
+        "rule": b.rule,
+        "alignment": b.alignment,
+        "num_bytes": b.num_bytes,
+        "num_bytes_needed": b.num_bytes_needed,
+        "source": b.source,
+        "regions": [
+            {"name": r.name, "num_bytes": r.num_bytes, "num_bytes_used": r.num_bytes_used,
+             "formula": r.formula, "source": r.source, "shape": list(r.shape), "record": r.record}
+            for r in b.regions
+        ],
+    }
+
+
+def _buffer_from_dict(b: dict) -> Buffer:
+    return Buffer(
+        name=b["name"], rule=b["rule"], alignment=b["alignment"], num_bytes=b["num_bytes"],
+        num_bytes_needed=b["num_bytes_needed"], source=b["source"],
+        regions=tuple(Region(**{**r, "shape": tuple(r["shape"])}) for r in b["regions"]),
+    )
+
+
 def report_to_dict(report: Report) -> dict:
     """The stable JSON form of a report (schema ``epbuf.report/1``, documented in README.md)."""
     return {
@@ -334,22 +366,7 @@ def report_to_dict(report: Report) -> dict:
         "inputs": dict(report.inputs),
         "num_bytes": report.num_bytes,
         "num_bytes_needed": report.num_bytes_needed,
-        "buffers": [
-            {
-                "name": b.name,
-                "rule": b.rule,
-                "alignment": b.alignment,
-                "num_bytes": b.num_bytes,
-                "num_bytes_needed": b.num_bytes_needed,
-                "source": b.source,
-                "regions": [
-                    {"name": r.name, "num_bytes": r.num_bytes, "num_bytes_used": r.num_bytes_used,
-                     "formula": r.formula, "source": r.source, "shape": list(r.shape), "record": r.record}
-                    for r in b.regions
-                ],
-            }
-            for b in report.buffers
-        ],
+        "buffers": [_buffer_dict(b) for b in report.buffers],
         "records": [_record_dict(r) for r in report.records],
         "quantities": {q.name: q.value for q in report.quantities},
         "quantity_details": [
@@ -363,6 +380,8 @@ def report_to_dict(report: Report) -> dict:
              "source": lim.source, "enforced": lim.enforced}
             for lim in report.limits
         ],
+        "host_num_bytes": report.host_num_bytes,
+        "host_buffers": [_buffer_dict(b) for b in report.host_buffers],
     }
 
 
@@ -375,14 +394,7 @@ def report_from_dict(data: dict) -> Report:
         title=data["title"],
         upstream=data["upstream"],
         inputs=dict(data["inputs"]),
-        buffers=tuple(
-            Buffer(
-                name=b["name"], rule=b["rule"], alignment=b["alignment"], num_bytes=b["num_bytes"],
-                num_bytes_needed=b["num_bytes_needed"], source=b["source"],
-                regions=tuple(Region(**{**r, "shape": tuple(r["shape"])}) for r in b["regions"]),
-            )
-            for b in data["buffers"]
-        ),
+        buffers=tuple(_buffer_from_dict(b) for b in data["buffers"]),
         records=tuple(
             RecordLayout(name=r["name"], view=r["view"], num_bytes=r["num_bytes"],
                          fields=tuple(Field(**f) for f in r["fields"]))
@@ -391,6 +403,7 @@ def report_from_dict(data: dict) -> Report:
         quantities=tuple(Quantity(**q) for q in data["quantity_details"]),
         findings=tuple(Finding(**f) for f in data["findings"]),
         limits=tuple(LimitCheck(**lim) for lim in data["limits"]),
+        host_buffers=tuple(_buffer_from_dict(b) for b in data.get("host_buffers", ())),
     )
 
 
