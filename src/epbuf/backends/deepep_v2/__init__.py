@@ -28,9 +28,11 @@ The package, by file:
 ``versions``    :class:`Generation`, :class:`Sources` (citations), :func:`get_generation`
 ``commits``     commit id -> generation (imported only when a commit id is given)
 ``layout``      :class:`TokenLayout`, :class:`BufferLayout`, :func:`check_record`
+``records``     per-token counts (top-k, element size, SF packs) and ``get_*_token_layout``
 ``domain``      physical and logical domains (:class:`Domain`)
-``sizes``       the upstream-named size functions: records, phases, ``calculate_buffer_size``
-                (physical topology), :func:`calculate_buffer_size_logical`, ``get_buffer_size_hint``
+``sizes``       each phase's buffers: ``get_dispatch_buffer_size``, ``get_combine_buffer_size``
+``hint``        ``calculate_buffer_size`` (physical topology), :func:`calculate_buffer_size_logical`,
+                ``get_buffer_size_hint``
 ``workspace``   the workspace terms and allocation
 ``limits``      every limit as a row, and the findings of broken ones
 ``shape``       a plan's checks and its cached token-independent shape
@@ -47,10 +49,10 @@ from .constants import *  # noqa: F403 - the constants are part of the public AP
 from .domain import Domain, get_logical_domain_size, get_physical_domain_size, logical_domain, plan_domain
 from .layout import BufferLayout, TokenLayout, check_record, record_num_bytes
 from .report import report, summarize
-from .sizes import (actual_num_sf_packs, calculate_buffer_size, calculate_buffer_size_logical, combine_buffer_layouts,
-                    dispatch_buffer_layouts, effective_topk, element_size, get_buffer_size_hint,
-                    get_combine_buffer_size, get_combine_token_layout, get_dispatch_buffer_size,
-                    get_dispatch_token_layout, hint_num_sf_packs)
+from .hint import calculate_buffer_size, calculate_buffer_size_logical, get_buffer_size_hint
+from .records import (actual_num_sf_packs, effective_topk, element_size, get_combine_token_layout,
+                      get_dispatch_token_layout, hint_num_sf_packs)
+from .sizes import combine_buffer_layouts, dispatch_buffer_layouts, get_combine_buffer_size, get_dispatch_buffer_size
 from .versions import ALIASES, DEFAULT_VERSION, VERSIONS, Generation, Sources, get_generation
 from .workspace import get_workspace_num_bytes, num_workspace_bytes, workspace_regions
 

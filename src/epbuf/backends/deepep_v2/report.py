@@ -15,7 +15,8 @@ from .constants import FP8_BLOCK_SIZE, NUM_MAX_CHANNELS, UE8M0_PER_PACK
 from .limits import limit_findings, limit_rows_tokens, limits
 from .shape import Shape, validate
 from .layout import BufferLayout
-from .sizes import actual_num_sf_packs, ep_buffer_num_bytes, hint_num_sf_packs, sizes
+from .hint import ep_buffer_num_bytes, sizes
+from .records import actual_num_sf_packs, hint_num_sf_packs
 from .workspace import get_workspace_num_bytes
 
 __all__ = ["report", "summarize"]

@@ -16,8 +16,9 @@ from ...errors import Checker, InvalidArgumentError
 from ...report import Buffer
 from .domain import Domain, nvl_domain
 from .limits import limit_rows_static
-from .sizes import (actual_num_sf_packs, check_hint_arguments, combine_regions, dispatch_regions, hint_num_sf_packs,
-                    max_tokens, sizes)
+from .hint import check_hint_arguments, sizes
+from .records import actual_num_sf_packs, hint_num_sf_packs
+from .sizes import combine_regions, dispatch_regions, max_tokens
 from .versions import DEFAULT_VERSION, Generation, get_generation, lookup, version_problem
 from .workspace import workspace_buffer
 

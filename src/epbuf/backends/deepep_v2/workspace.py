@@ -16,7 +16,7 @@ from .._cstruct import struct_offsets
 from .constants import (NUM_BARRIER_SIGNAL_BYTES, NUM_MAX_EXPERTS, NUM_MAX_INFLIGHT_AGRS, NUM_MAX_RANKS,
                         NUM_RDMA_ALIGNMENT_BYTES, NUM_TMA_ALIGNMENT_BYTES, WORKSPACE_NUM_MAX_CHANNELS_A,
                         WORKSPACE_NUM_MAX_CHANNELS_B)
-from .versions import VERSIONS, get_generation
+from .versions import VERSIONS, get_generation  # noqa: F401 - VERSIONS: the doctests list every generation
 
 __all__ = ["workspace_regions", "get_workspace_num_bytes", "num_workspace_bytes", "workspace_buffer"]
 
