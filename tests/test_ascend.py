@@ -9,6 +9,7 @@ then pinned here as literals.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -169,27 +170,61 @@ def test_sf_pack_override_larger_than_hint_is_an_error_finding():
     assert r.buffer("EP buffer").num_bytes_needed > r.buffer("EP buffer").num_bytes
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "needle"),
-    [
-        ({"ranks": 512, "experts": 512}, "--ranks (num_ranks) = 512: allowed 1..256"),
-        ({"topk": 33}, "--topk (num_topk) = 33: allowed 0..32"),
-        ({"experts": 4096, "ranks": 8}, "--experts (num_experts) = 4096: allowed 1..2048"),
-        ({"experts": 100, "ranks": 8}, "must be divisible by num_ranks = 8"),
-        ({"experts": 2040, "ranks": 8, "num_redundant_experts": 16}, "= 2056: allowed 1..2048 including redundant"),
-    ],
-)
-def test_invalid_arguments(kwargs, needle):
-    with pytest.raises(InvalidArgumentError) as info:
+# Plans the size functions evaluate but a later step refuses (dispatch's EP_HOST_ASSERT(num_experts %
+# num_ranks == 0), EPB:139; kernel limits; signal arrays sized by kNumMaxRanks / kNumMaxExperts): the
+# sizes, every broken limit with ok=False and an ascend.kernel-limit error finding each.
+REFUSED_LATER = [
+    ({"ranks": 512, "experts": 512}, [("num_ranks", 512, 256), ("num_ranks (8-bit reduction arrival count)", 512, 255)]),
+    ({"topk": 33}, [("num_topk", 33, 32)]),
+    ({"experts": 4096, "ranks": 8}, [("num_experts", 4096, 2048), ("num_experts (dispatch SIMT worker)", 4096, 512)]),
+    ({"experts": 100, "ranks": 8}, [("num_experts % num_ranks", 4, 0)]),
+    ({"experts": 2040, "ranks": 8, "num_redundant_experts": 16},
+     [("num_experts", 2056, 2048), ("num_experts (dispatch SIMT worker)", 2056, 512)]),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "broken"), REFUSED_LATER)
+def test_refused_later_are_error_findings_with_sizes(kwargs, broken):
+    p = plan(**kwargs)
+    r = report(p)
+    assert [(lim.name, lim.value, lim.bound) for lim in r.failed_limits()] == broken
+    findings = [f for f in r.findings if f.code == "ascend.kernel-limit"]
+    assert [f.data["limit"] for f in findings] == [name for name, _, _ in broken]
+    assert all(f.severity == "error" for f in findings)
+    assert r.buffer("EP buffer").num_bytes == ascend.calculate_buffer_size(
+        p.num_ranks, p.num_max_tokens_per_rank, p.hidden, p.num_topk, p.use_fp8_dispatch)
+    from epbuf.plan import summarize
+    from epbuf.report import summary_of
+
+    assert summarize(p, "ascend") == summary_of(r)
+
+
+def test_divisibility_finding_names_the_host_assert():
+    (finding,) = [f for f in report(plan(experts=100, ranks=8)).findings if f.code == "ascend.kernel-limit"]
+    assert "csrc/buffers/ep.hpp:139 EP_HOST_ASSERT(num_experts % context->num_ranks == 0)" in finding.message
+    assert finding.data["enforced"] == "host"
+
+
+def test_all_broken_limits_collected_in_one_report():
+    r = report(plan(ranks=300, topk=40, experts=300))
+    assert {"num_ranks", "num_ranks (8-bit reduction arrival count)", "num_topk"} <= {
+        lim.name for lim in r.failed_limits()}
+
+
+@pytest.mark.parametrize(("kwargs", "needle"), [
+    # Beyond the int upstream computes in: hidden x element size, a record stride (TOK:36-43).
+    ({"hidden": 2**30 + 32, "fp8": False}, "--hidden (hidden) = 1073741856: hidden x element size = 2147483712"),
+    ({"hidden": 2**30 + 32, "fp8": True}, "the combine record of 2147483744 bytes must fit int32"),
+    ({"hidden": 7168, "num_sf_packs": 2**30}, "--sf-packs (num_sf_packs) = 1073741824: the dispatch record"),
+    ({"topk": 2**28}, "--topk (num_topk) = 268435456: the dispatch record"),
+])
+def test_int_overflow_is_invalid(kwargs, needle):
+    with pytest.raises(InvalidArgumentError, match=re.escape(needle)):
         report(plan(**kwargs))
-    assert needle in str(info.value)
-    assert isinstance(info.value, ValueError)
+    from epbuf.plan import summarize
 
-
-def test_all_problems_collected_in_one_error():
-    with pytest.raises(InvalidArgumentError) as info:
-        report(plan(ranks=300, topk=40, experts=300))
-    assert {p.argument for p in info.value.problems} == {"num_ranks", "num_topk"}
+    with pytest.raises(InvalidArgumentError, match=re.escape(needle)):
+        summarize(plan(**kwargs), "ascend")
 
 
 def test_slot_offsets():

@@ -30,10 +30,10 @@ from functools import lru_cache
 
 
 from .._record import Record
-from ..errors import Checker, InvalidArgumentError
-from ._cstruct import struct_offsets
+from ..errors import Checker, InvalidArgumentError, Problem, check_bool, check_int
 from ..report import Buffer, Field, Finding, LimitCheck, Quantity, RecordLayout, Region, Report, Summary
 from ..units import INT32_MAX, INT64_MAX, align, ceil_div, format_int
+from ._cstruct import struct_offsets
 
 __all__ = [
     "TokenLayout",
@@ -94,6 +94,30 @@ NUM_SECTOR_INTS = 512 // 4  # kNumSectorInts = kNumSectorBytes / sizeof(int) (CP
 _DTYPE_BYTES = {"float8_e4m3fn": 1, "bfloat16": 2, "uint8": 1}
 
 
+def metadata_num_bytes(num_topk: int, with_metadata: bool = True) -> int:
+    """``num_topk * sizeof(float) + (align(num_topk * sizeof(int64_t), 32) + sizeof(int))``
+    with metadata, else only the weights (``TOK:24-25``)."""
+    weights = num_topk * TOPK_WEIGHT_BYTES
+    if not with_metadata:
+        return weights
+    return weights + align(num_topk * TOPK_IDX_BYTES, NUM_UB_ALIGNMENT_BYTES) + SRC_IDX_BYTES
+
+
+def record_num_bytes(num_hidden_bytes: int, num_sf_bytes: int, num_topk: int, with_metadata: bool = True) -> int:
+    """``TokenLayout::get_num_bytes()`` (``TOK:36-43``), the record stride: ``hidden_bytes +
+    align(sf_bytes, 32) + align(metadata, 32)``, the SF term only when there are SF bytes. The
+    hidden bytes are *not* aligned. Upstream adds ``int`` terms, so the stride must fit int32.
+
+    >>> record_num_bytes(7168, 224, 6), record_num_bytes(14336, 0, 6, False)
+    (7488, 14368)
+    """
+    t = NUM_UB_ALIGNMENT_BYTES
+    metadata = (metadata_num_bytes(num_topk, with_metadata) + t - 1) // t * t
+    if num_sf_bytes > 0:
+        return num_hidden_bytes + (num_sf_bytes + t - 1) // t * t + metadata
+    return num_hidden_bytes + metadata
+
+
 class TokenLayout(Record):
     """One token record, as ``deep_ep::layout::TokenLayout`` (``TOK:9-83``) computes it.
 
@@ -114,22 +138,24 @@ class TokenLayout(Record):
     num_topk: int
     with_metadata: bool = True
 
+    def __post_init__(self) -> None:
+        hidden, sf, topk = self.num_hidden_bytes, self.num_sf_bytes, self.num_topk
+        if not (type(hidden) is int and type(sf) is int and type(topk) is int and hidden >= 0 and sf >= 0
+                and topk >= 0 and (self.with_metadata is True or self.with_metadata is False)):
+            check_int("num_hidden_bytes", hidden)
+            check_int("num_sf_bytes", sf)
+            check_int("num_topk", topk)
+            check_bool("with_metadata", self.with_metadata)
+
     @property
     def num_metadata_bytes(self) -> int:
-        """``num_topk * sizeof(float) + (align(num_topk * sizeof(int64_t), 32) + sizeof(int))``
-        with metadata, else only the weights (``TOK:24-25``)."""
-        weights = self.num_topk * TOPK_WEIGHT_BYTES
-        if not self.with_metadata:
-            return weights
-        return weights + align(self.num_topk * TOPK_IDX_BYTES, NUM_UB_ALIGNMENT_BYTES) + SRC_IDX_BYTES
+        """:func:`metadata_num_bytes` of this record (``TOK:24-25``)."""
+        return metadata_num_bytes(self.num_topk, self.with_metadata)
 
     def num_bytes(self, skip_hidden: bool = False) -> int:
-        """``get_num_bytes`` (``TOK:36-43``): the record stride. Note the hidden bytes are not aligned."""
-        hidden = 0 if skip_hidden else self.num_hidden_bytes
-        metadata = align(self.num_metadata_bytes, NUM_UB_ALIGNMENT_BYTES)
-        if self.num_sf_bytes > 0:
-            return hidden + align(self.num_sf_bytes, NUM_UB_ALIGNMENT_BYTES) + metadata
-        return hidden + metadata
+        """``get_num_bytes`` (``TOK:36-43``): the record stride (:func:`record_num_bytes`)."""
+        return record_num_bytes(0 if skip_hidden else self.num_hidden_bytes, self.num_sf_bytes, self.num_topk,
+                                self.with_metadata)
 
     # Offsets exactly as the pointer getters compute them (TOK:53-82).
     @property
@@ -200,6 +226,14 @@ class BufferLayout(Record):
     num_ranks: int
     num_max_tokens_per_rank: int
 
+    def __post_init__(self) -> None:
+        ranks, tokens = self.num_ranks, self.num_max_tokens_per_rank
+        if not (type(ranks) is int and type(tokens) is int and ranks >= 0 and tokens >= 0
+                and type(self.token_layout) is TokenLayout):
+            check_int("num_ranks", ranks)
+            check_int("num_max_tokens_per_rank", tokens)
+            raise InvalidArgumentError([Problem("token_layout", self.token_layout, "must be an ascend.TokenLayout")])
+
     @property
     def num_bytes_per_token(self) -> int:
         return self.token_layout.num_bytes()
@@ -211,7 +245,7 @@ class BufferLayout(Record):
     @property
     def num_bytes(self) -> int:
         """``get_num_bytes`` (int64 upstream, ``TOK:102-112``): ranks x tokens x record bytes."""
-        return buffer_num_bytes(self.num_ranks, self.num_max_tokens_per_rank, self.num_bytes_per_token)
+        return _buffer_num_bytes(self.num_ranks, self.num_max_tokens_per_rank, self.num_bytes_per_token)
 
     def slot_offset(self, rank_idx: int, token_idx: int) -> int:
         """Byte offset of slot (``rank_idx``, ``token_idx``): ``get_rank_buffer(r).get_token_buffer(t)`` (``TOK:118-128``)."""
@@ -220,25 +254,59 @@ class BufferLayout(Record):
         return rank_idx * self.num_bytes_per_rank + token_idx * self.num_bytes_per_token
 
 
-def buffer_num_bytes(num_ranks: int, num_max_tokens_per_rank: int, num_bytes_per_token: int) -> int:
+def _buffer_num_bytes(num_ranks: int, num_max_tokens_per_rank: int, num_bytes_per_token: int) -> int:
     """``BufferLayout::get_num_bytes``: ``num_ranks * (num_max_tokens_per_rank * bytes per token)`` (``TOK:102-112``)."""
     return num_ranks * (num_max_tokens_per_rank * num_bytes_per_token)
 
 
 def get_dispatch_token_layout(num_hidden_bytes: int, num_sf_packs: int, num_topk: int) -> TokenLayout:
-    """``get_dispatch_token_layout`` (``KDISPATCH:13-18``): with metadata, SF packs of int16."""
+    """``get_dispatch_token_layout(num_hidden_bytes, num_sf_packs, num_topk)`` (``KDISPATCH:13-18``): with
+    metadata, SF packs of int16. DeepEP V2's takes ``(hidden, elem_size, num_sf_packs, num_topk)``."""
+    _check_record("dispatch", num_hidden_bytes, num_sf_packs, num_topk, True)
     return TokenLayout(num_hidden_bytes=num_hidden_bytes, num_sf_bytes=num_sf_packs * SF_PACK_BYTES,
                        num_topk=num_topk)
 
 
 def get_combine_token_layout(num_hidden_bytes: int, num_topk: int) -> TokenLayout:
-    """``get_combine_token_layout`` (``KCOMBINE:14-16``): no SF, no metadata."""
+    """``get_combine_token_layout(num_hidden_bytes, num_topk)`` (``KCOMBINE:14-16``): no SF, no metadata.
+    DeepEP V2's takes ``(hidden, elem_size, num_topk)`` and keeps the top-k index slots."""
+    _check_record("combine", num_hidden_bytes, 0, num_topk, False)
     return TokenLayout(num_hidden_bytes=num_hidden_bytes, num_sf_bytes=0, num_topk=num_topk, with_metadata=False)
+
+
+def _check_record(what: str, num_hidden_bytes: int, num_sf_packs: int, num_topk: int, with_metadata: bool) -> None:
+    """Non-negative ints, and a stride that fits the ``int`` upstream adds it up in."""
+    if not (type(num_hidden_bytes) is int and type(num_sf_packs) is int and type(num_topk) is int
+            and 0 <= num_hidden_bytes <= INT32_MAX and 0 <= num_sf_packs <= INT32_MAX and 0 <= num_topk <= INT32_MAX
+            and record_num_bytes(num_hidden_bytes, num_sf_packs * SF_PACK_BYTES, num_topk, with_metadata)
+            <= INT32_MAX):
+        c = Checker()
+        ok = c.int_range("num_hidden_bytes", num_hidden_bytes, 0, INT32_MAX, "an int upstream")
+        ok = c.int_range("num_sf_packs", num_sf_packs, 0, INT32_MAX) and ok
+        if c.int_range("num_topk", num_topk, 0, INT32_MAX) and ok:
+            _check_record_int(c, what, record_num_bytes(num_hidden_bytes, num_sf_packs * SF_PACK_BYTES, num_topk,
+                                                        with_metadata), num_topk, "num_hidden_bytes", num_hidden_bytes)
+        c.raise_if_any()
+
+
+def _check_record_int(c: Checker, what: str, num_bytes: int, num_topk: int, argument: str, value: int) -> bool:
+    """``TokenLayout::get_num_bytes`` adds ``int`` terms (``TOK:36-43``): the stride must fit int32.
+    The problem names top-k when it is beyond the kernels' 32, else ``argument``."""
+    if num_bytes <= INT32_MAX:
+        return True
+    if num_topk > NUM_MAX_TOPK:
+        argument, value = "num_topk", num_topk
+    c.add(argument, value, f"the {what} record of {num_bytes} bytes must fit int32 (TokenLayout::get_num_bytes "
+                           f"adds ints, {TOK}:36-43)")
+    return False
 
 
 def dispatch_buffer_layout(num_max_tokens_per_rank: int, hidden: int, num_sf_packs: int, num_topk: int,
                            element_size: int, num_ranks: int) -> BufferLayout:
     """The receive buffer of ``get_dispatch_buffer_size`` (``EPB:560-569``)."""
+    if not (type(hidden) is int and type(element_size) is int and 0 < hidden <= INT32_MAX
+            and 0 < element_size and hidden * element_size <= INT32_MAX):
+        _check_hidden_bytes(hidden, element_size)
     token_layout = get_dispatch_token_layout(hidden * element_size, num_sf_packs, num_topk)
     return BufferLayout(token_layout=token_layout, num_ranks=num_ranks, num_max_tokens_per_rank=num_max_tokens_per_rank)
 
@@ -246,66 +314,142 @@ def dispatch_buffer_layout(num_max_tokens_per_rank: int, hidden: int, num_sf_pac
 def combine_buffer_layout(num_ranks: int, num_max_tokens_per_rank: int, hidden: int, num_topk: int) -> BufferLayout:
     """The reduce buffer of ``get_combine_buffer_size`` (``EPB:571-579``): BF16 records,
     ``min(num_topk, num_ranks)`` of them per token slot."""
+    if not (type(hidden) is int and 0 < hidden <= INT32_MAX // 2):
+        _check_hidden_bytes(hidden, 2)
     token_layout = get_combine_token_layout(hidden * 2, num_topk)  # sizeof(uint16_t): BF16
+    check_int("num_ranks", num_ranks, 0, INT32_MAX)
     return BufferLayout(token_layout=token_layout, num_ranks=min(num_topk, num_ranks),
                         num_max_tokens_per_rank=num_max_tokens_per_rank)
 
 
+def _check_hidden_bytes(hidden: int, element_size: int) -> None:
+    """``hidden * element_size`` is an ``int`` product upstream (``EPB:565``, ``:575``)."""
+    c = Checker()
+    if c.int_range("hidden", hidden, 1, INT32_MAX) & c.int_range("element_size", element_size, 1, INT32_MAX):
+        if hidden * element_size > INT32_MAX:
+            c.add("hidden", hidden, f"hidden x element size = {hidden * element_size} must fit int32 "
+                                    "(num_hidden_bytes is int)")
+    c.raise_if_any()
+
+
 def get_dispatch_buffer_size(num_max_tokens_per_rank: int, hidden: int, num_sf_packs: int, num_topk: int,
                              element_size: int, num_ranks: int) -> int:
-    """``EPBuffer::get_dispatch_buffer_size`` (``EPB:560-569``), argument order as upstream."""
+    """``EPBuffer::get_dispatch_buffer_size(num_max_tokens_per_rank, hidden, num_sf_packs, num_topk,
+    element_size, num_ranks)`` (``EPB:560-569``), argument order as upstream. DeepEP V2's ends with the
+    logical domain ``(..., elem_size, num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink)``.
+
+    >>> get_dispatch_buffer_size(4096, 7168, 224, 6, 1, 8)
+    252706816
+    """
+    hidden_bytes = hidden * element_size if type(hidden) is int and type(element_size) is int else -1
+    if (0 < hidden_bytes <= INT32_MAX and hidden > 0 and type(num_max_tokens_per_rank) is int
+            and type(num_sf_packs) is int and type(num_topk) is int and type(num_ranks) is int
+            and 0 <= num_max_tokens_per_rank <= INT32_MAX and 0 <= num_sf_packs <= INT32_MAX
+            and 0 <= num_topk <= INT32_MAX and 0 <= num_ranks <= INT32_MAX):
+        record = record_num_bytes(hidden_bytes, num_sf_packs * SF_PACK_BYTES, num_topk)
+        if record <= INT32_MAX:
+            return num_ranks * (num_max_tokens_per_rank * record)
     return dispatch_buffer_layout(num_max_tokens_per_rank, hidden, num_sf_packs, num_topk, element_size,
                                   num_ranks).num_bytes
 
 
 def get_combine_buffer_size(num_ranks: int, num_max_tokens_per_rank: int, hidden: int, num_topk: int) -> int:
-    """``EPBuffer::get_combine_buffer_size`` (``EPB:571-579``), argument order as upstream."""
+    """``EPBuffer::get_combine_buffer_size(num_ranks, num_max_tokens_per_rank, hidden, num_topk)``
+    (``EPB:571-579``), argument order as upstream: ranks first. DeepEP V2's is ``(num_max_tokens_per_rank,
+    hidden, num_topk, num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink, allow_multiple_reduction)``.
+
+    >>> get_combine_buffer_size(8, 4096, 7168, 6)
+    353107968
+    """
+    if (type(num_ranks) is int and type(num_max_tokens_per_rank) is int and type(hidden) is int
+            and type(num_topk) is int and 0 <= num_ranks <= INT32_MAX and 0 <= num_max_tokens_per_rank <= INT32_MAX
+            and 0 < hidden <= INT32_MAX // 2 and 0 <= num_topk <= INT32_MAX):
+        record = record_num_bytes(hidden * 2, 0, num_topk, False)
+        if record <= INT32_MAX:
+            return min(num_topk, num_ranks) * (num_max_tokens_per_rank * record)
     return combine_buffer_layout(num_ranks, num_max_tokens_per_rank, hidden, num_topk).num_bytes
 
 
 def effective_topk(num_topk: int) -> int:
     """``num_topk == 0 ? 32 : num_topk`` (``EPB:589-590``)."""
+    if not (type(num_topk) is int and 0 <= num_topk <= INT32_MAX):
+        check_int("num_topk", num_topk, 0, INT32_MAX, "0 means 32")
     return NUM_DEFAULT_TOPK if num_topk == 0 else num_topk
 
 
 def hint_num_sf_packs(hidden: int, use_fp8_dispatch: bool) -> int:
     """The hint's SF pack count: ``ceil_div(hidden, 32)`` for FP8 (``EPB:593-594``) — an
     approximation, "because the size-hint API does not receive an SF tensor"."""
-    return ceil_div(hidden, HINT_SF_GRANULARITY) if use_fp8_dispatch else 0
+    if not (type(hidden) is int and 0 < hidden <= INT32_MAX):
+        check_int("hidden", hidden, 1, INT32_MAX)
+    return ceil_div(hidden, HINT_SF_GRANULARITY) if element_size(use_fp8_dispatch) == 1 else 0
 
 
 def actual_num_sf_packs(hidden: int, use_fp8_dispatch: bool) -> int:
     """SF packs a real FP8 dispatch sends: ``ceil(hidden / 128)`` fp32 scales, each
     viewed as two int16 packs (dispatch asserts ``sf.element_size() == sizeof(sf_pack_t)``, ``EPB:151``)."""
-    return ceil_div(hidden, FP8_BLOCK_SIZE) * SF_PACKS_PER_SCALE if use_fp8_dispatch else 0
+    if not (type(hidden) is int and 0 < hidden <= INT32_MAX):
+        check_int("hidden", hidden, 1, INT32_MAX)
+    return ceil_div(hidden, FP8_BLOCK_SIZE) * SF_PACKS_PER_SCALE if element_size(use_fp8_dispatch) == 1 else 0
 
 
 def element_size(use_fp8_dispatch: bool) -> int:
     """``sizeof(c10::Float8_e4m3fn)`` = 1 or ``sizeof(c10::BFloat16)`` = 2 (``EPB:595``)."""
-    return 1 if use_fp8_dispatch else 2
+    if use_fp8_dispatch is True:
+        return 1
+    if use_fp8_dispatch is False:
+        return 2
+    return check_bool("use_fp8_dispatch", use_fp8_dispatch)
 
 
 def calculate_buffer_size(num_ranks: int, num_max_tokens_per_rank: int, hidden: int, num_topk: int,
                           use_fp8_dispatch: bool) -> int:
-    """``EPBuffer::calculate_buffer_size`` (``EPB:581-605``): the size hint.
+    """``EPBuffer::calculate_buffer_size(num_ranks, num_max_tokens_per_rank, hidden, num_topk,
+    use_fp8_dispatch)`` (``EPB:581-605``): the size hint. DeepEP V2's takes ``nccl_comm`` in place of
+    ``num_ranks`` (world and NVLink sizes) and the two mode flags after ``use_fp8_dispatch``.
 
     ``align(max(dispatch, combine), 2 MiB)`` where dispatch reserves ``ceil(hidden/32)``
     SF packs for FP8 and top-k 0 means 32.
 
     >>> calculate_buffer_size(8, 4096, 7168, 6, True)
     354418688
+
+    Raises:
+        InvalidArgumentError: what upstream asserts (``num_ranks``, tokens and hidden > 0,
+            top-k >= 0, ``EPB:584-587``), or sizes beyond the ``int`` / ``int64_t`` upstream computes in.
     """
+    if (type(num_ranks) is int and type(num_max_tokens_per_rank) is int and type(hidden) is int
+            and type(num_topk) is int and 0 < num_ranks <= INT32_MAX and 0 < num_max_tokens_per_rank <= INT32_MAX
+            and 0 < hidden <= INT32_MAX // 2 and 0 <= num_topk <= INT32_MAX
+            and (use_fp8_dispatch is True or use_fp8_dispatch is False)):
+        topk = NUM_DEFAULT_TOPK if num_topk == 0 else num_topk
+        if use_fp8_dispatch:
+            dispatch_record = record_num_bytes(hidden, ceil_div(hidden, HINT_SF_GRANULARITY) * SF_PACK_BYTES, topk)
+        else:
+            dispatch_record = record_num_bytes(hidden * 2, 0, topk)
+        combine_record = record_num_bytes(hidden * 2, 0, topk, False)
+        if dispatch_record <= INT32_MAX and combine_record <= INT32_MAX:
+            dispatch = num_ranks * (num_max_tokens_per_rank * dispatch_record)
+            combine = min(topk, num_ranks) * (num_max_tokens_per_rank * combine_record)
+            hint = align(max(dispatch, combine), NUM_ALLOCATION_ALIGNMENT_BYTES)
+            if hint <= INT64_MAX:
+                return hint
+    # Something failed: name it.
     c = Checker()
-    c.int_range("num_ranks", num_ranks, 1, None)
-    c.int_range("num_max_tokens_per_rank", num_max_tokens_per_rank, 1, None)
-    c.int_range("hidden", hidden, 1, None)
-    c.int_range("num_topk", num_topk, 0, None)
+    c.int_range("num_ranks", num_ranks, 1, INT32_MAX)
+    c.int_range("num_max_tokens_per_rank", num_max_tokens_per_rank, 1, INT32_MAX)
+    c.int_range("hidden", hidden, 1, INT32_MAX)
+    c.int_range("num_topk", num_topk, 0, INT32_MAX)
+    if type(use_fp8_dispatch) is not bool:
+        c.add("use_fp8_dispatch", use_fp8_dispatch, "must be True or False")
     c.raise_if_any()
     topk = effective_topk(num_topk)
     dispatch = get_dispatch_buffer_size(num_max_tokens_per_rank, hidden, hint_num_sf_packs(hidden, use_fp8_dispatch),
                                         topk, element_size(use_fp8_dispatch), num_ranks)
     combine = get_combine_buffer_size(num_ranks, num_max_tokens_per_rank, hidden, topk)
-    return align(max(dispatch, combine), NUM_ALLOCATION_ALIGNMENT_BYTES)
+    hint = align(max(dispatch, combine), NUM_ALLOCATION_ALIGNMENT_BYTES)
+    _check_int64(num_max_tokens_per_rank, hint)
+    return hint
 
 
 # --- consistency of writer and reader ------------------------------------------------
@@ -404,27 +548,34 @@ def workspace_num_bytes() -> int:
 
 
 # --- limits ---------------------------------------------------------------------------
+# What no size function can evaluate makes a plan invalid (InvalidArgumentError): an ``int``
+# product or stride beyond int32, sizes beyond int64. Everything upstream refuses later (the
+# dispatch/combine host asserts, kernel limits) is a limit row below, broken or not: the
+# report keeps its sizes (README, "Plans upstream would refuse: one rule").
 def _validate(plan) -> None:
-    """Hard limits: arguments upstream rejects (host asserts) or cannot represent."""
-    error = _validation_error(plan.num_ranks, plan.num_topk, plan.num_total_experts, plan.hidden,
-                              plan.use_fp8_dispatch)
+    """Arguments no upstream size function can evaluate (beyond the ``int`` it computes in)."""
+    error = _validation_error(plan.num_topk, plan.hidden, plan.use_fp8_dispatch, plan.num_sf_packs)
     if error is not None:
         raise error
 
 
 @lru_cache(maxsize=4096)
-def _validation_error(num_ranks: int, num_topk: int, experts: int, hidden: int, use_fp8_dispatch: bool):
+def _validation_error(num_topk: int, hidden: int, use_fp8_dispatch: bool, num_sf_packs: int | None):
     c = Checker()
-    c.int_range("num_ranks", num_ranks, 1, NUM_MAX_RANKS, f"kNumMaxRanks, {CPL}:35")
-    c.int_range("num_topk", num_topk, 0, NUM_MAX_TOPK, f"dispatch requires kNumTopk <= 32, 0 means 32; {EPB}:589")
-    if experts > NUM_MAX_EXPERTS:
-        c.add("num_experts", experts, f"allowed 1..{NUM_MAX_EXPERTS} including redundant experts (kNumMaxExperts, {CPL}:36)")
-    if experts % num_ranks:
-        c.add("num_experts", experts,
-              f"must be divisible by num_ranks = {num_ranks} (EP_HOST_ASSERT(num_experts % num_ranks == 0), {EPB}:139)")
     hidden_bytes = hidden * element_size(use_fp8_dispatch)
     if hidden_bytes > INT32_MAX:
         c.add("hidden", hidden, f"hidden x element size = {hidden_bytes} must fit int32 (num_hidden_bytes is int)")
+    else:
+        topk = effective_topk(num_topk)
+        real_packs = _real_num_sf_packs(hidden, use_fp8_dispatch, num_sf_packs)
+        records = (("dispatch", hidden_bytes, hint_num_sf_packs(hidden, use_fp8_dispatch), True, "hidden", hidden),
+                   ("dispatch", hidden_bytes, real_packs, True, "num_sf_packs" if num_sf_packs else "hidden",
+                    num_sf_packs if num_sf_packs else hidden),
+                   ("combine", hidden * 2, 0, False, "hidden", hidden))
+        for what, num_hidden_bytes, packs, with_metadata, argument, value in records:
+            num_bytes = record_num_bytes(num_hidden_bytes, packs * SF_PACK_BYTES, topk, with_metadata)
+            if not _check_record_int(c, what, num_bytes, topk, argument, value):
+                break
     try:
         c.raise_if_any()
     except InvalidArgumentError as error:
@@ -432,11 +583,19 @@ def _validation_error(num_ranks: int, num_topk: int, experts: int, hidden: int, 
     return None
 
 
-_SRC_RANKS = f"{CPL}:35 kNumMaxRanks"
+def _real_num_sf_packs(hidden: int, use_fp8_dispatch: bool, num_sf_packs: int | None) -> int:
+    """``Plan.num_sf_packs`` for FP8 when given, else :func:`actual_num_sf_packs`."""
+    if num_sf_packs is not None and use_fp8_dispatch:
+        return num_sf_packs
+    return actual_num_sf_packs(hidden, use_fp8_dispatch)
+
+
+_SRC_RANKS = f"{CPL}:35 kNumMaxRanks (signal arrays sized by it)"
 _SRC_ARRIVALS = f"{IDISPATCH}:586-587 \"Reduction arrival count exceeds 8 bits\"; {RED}:16"
 _SRC_TOKENS_RANKS = f"{IDISPATCH}:588-589 \"Per-expert token count exceeds the 24-bit reduction value\"; {RED}:17"
 _SRC_TOPK = f"{IDISPATCH}:112; {KCOMBINE}:85"
-_SRC_EXPERTS = f"{CPL}:36 kNumMaxExperts"
+_SRC_EXPERTS = f"{CPL}:36 kNumMaxExperts (histograms sized by it)"
+_SRC_DIVISIBLE = f"{EPB}:139 EP_HOST_ASSERT(num_experts % context->num_ranks == 0) (dispatch; combine asserts it too)"
 _SRC_SIMT = f"{IDISPATCH}:109 EP_STATIC_ASSERT(kNumExperts <= kNumThreads), kNumThreads = 512 (:661)"
 _SRC_EPR = f"{IEPILOGUE}:246 EP_STATIC_ASSERT(kNumExpertsPerRank <= 512)"
 _SRC_HIDDEN = f"{KCOMBINE}:86 EP_HOST_ASSERT(hidden % (kNumVectorRegisterBytes / sizeof(uint16_t)) == 0)"
@@ -451,13 +610,14 @@ def _limit_rows(num_ranks: int, num_tokens: int, topk: int, experts: int, hidden
     tokens_x_ranks = num_tokens * num_ranks
     expanded = tokens_x_ranks * min(topk, experts_per_rank)
     return (
-        ("num_ranks", num_ranks, "<=", NUM_MAX_RANKS, True, _SRC_RANKS, "kernel"),
+        ("num_ranks", num_ranks, "<=", NUM_MAX_RANKS, num_ranks <= NUM_MAX_RANKS, _SRC_RANKS, "kernel"),
         ("num_ranks (8-bit reduction arrival count)", num_ranks, "<=", REDUCTION_MAX_HIGH_COUNT,
          num_ranks <= REDUCTION_MAX_HIGH_COUNT, _SRC_ARRIVALS, "kernel"),
         ("tokens x ranks (24-bit reduction value)", tokens_x_ranks, "<=", REDUCTION_MAX_LOW_COUNT,
          tokens_x_ranks <= REDUCTION_MAX_LOW_COUNT, _SRC_TOKENS_RANKS, "kernel"),
-        ("num_topk", topk, "<=", NUM_MAX_TOPK, True, _SRC_TOPK, "kernel"),
-        ("num_experts", experts, "<=", NUM_MAX_EXPERTS, True, _SRC_EXPERTS, "assumed"),
+        ("num_topk", topk, "<=", NUM_MAX_TOPK, topk <= NUM_MAX_TOPK, _SRC_TOPK, "kernel"),
+        ("num_experts", experts, "<=", NUM_MAX_EXPERTS, experts <= NUM_MAX_EXPERTS, _SRC_EXPERTS, "assumed"),
+        ("num_experts % num_ranks", experts % num_ranks, "==", 0, experts % num_ranks == 0, _SRC_DIVISIBLE, "host"),
         ("num_experts (dispatch SIMT worker)", experts, "<=", DISPATCH_NUM_THREADS,
          experts <= DISPATCH_NUM_THREADS, _SRC_SIMT, "kernel"),
         ("num_experts_per_rank (receive epilogue)", experts_per_rank, "<=", NUM_MAX_EXPERTS_PER_RANK,
@@ -469,12 +629,12 @@ def _limit_rows(num_ranks: int, num_tokens: int, topk: int, experts: int, hidden
     )
 
 
-def _check_int64(plan, hint_bytes: int) -> None:
+def _check_int64(num_max_tokens_per_rank: int, hint_bytes: int) -> None:
     """Upstream computes and stores the sizes as ``int64_t`` (``TOK:102-112``, ``EPB:28``): a
     hint beyond it is not a size upstream can hold, so the plan is invalid, not just large."""
     if hint_bytes > INT64_MAX:
         c = Checker()
-        c.add("num_max_tokens_per_rank", plan.num_max_tokens_per_rank,
+        c.add("num_max_tokens_per_rank", num_max_tokens_per_rank,
               f"the buffer would need {hint_bytes:,} B, beyond int64 ({INT64_MAX:,}; int64_t num_buffer_bytes, "
               f"{EPB}:28); lower --tokens, --ranks or --hidden")
         c.raise_if_any()
@@ -487,12 +647,21 @@ def _limits(plan, topk: int, hint_bytes: int) -> list[LimitCheck]:
             for n, v, r, b, ok, src, e in rows]
 
 
+# Why a broken limit refuses the plan, by where upstream enforces it.
+_CONSEQUENCE = {
+    "kernel": "the dispatch/combine call will be rejected",
+    "host": "the dispatch/combine call will be rejected",
+    "assumed": "upstream does not check it, but its fixed-size signal arrays would overflow",
+}
+
+
 def _limit_findings(limits: list[LimitCheck]) -> list[Finding]:
+    """One ``ascend.kernel-limit`` error finding per broken limit (kernel, host or assumed: see ``enforced``)."""
     return [
         Finding(severity="error", code="ascend.kernel-limit",
                 message=f"{lim.name} = {format_int(lim.value)} breaks {lim.relation} {format_int(lim.bound)} "
-                        f"({lim.source}); the dispatch/combine call will be rejected",
-                data={"limit": lim.name, "value": lim.value, "bound": lim.bound})
+                        f"({lim.source}); {_CONSEQUENCE[lim.enforced]}",
+                data={"limit": lim.name, "value": lim.value, "bound": lim.bound, "enforced": lim.enforced})
         for lim in limits if not lim.ok
     ]
 
@@ -501,16 +670,24 @@ def report(plan) -> Report:
     """Size DeepEP-Ascend's ``EPBuffer`` for ``plan``: the hint, the real need, every
     record's byte map, writer/reader consistency and kernel limits.
 
+    A plan the size functions evaluate gets its sizes even when a later step refuses it:
+    ranks above 256, top-k above 32, experts above 2048 or not divisible by the ranks, kernel
+    limits — each a limit with ``ok=False`` and an ``ascend.kernel-limit`` error finding.
+
     Raises:
-        InvalidArgumentError: ranks above 256, top-k above 32, experts above 2048 or not
-            divisible by ranks, hidden bytes beyond int32.
+        InvalidArgumentError: not a :class:`~epbuf.plan.Plan`; hidden bytes or a record stride
+            beyond the int32 upstream computes them in; sizes beyond int64.
     """
+    from ..plan import Plan
+
+    if not isinstance(plan, Plan):
+        raise InvalidArgumentError([Problem("plan", plan, "must be an epbuf.Plan")])
     _validate(plan)
     fp8 = plan.use_fp8_dispatch
     topk = effective_topk(plan.num_topk)
     elem = element_size(fp8)
     hint_packs = hint_num_sf_packs(plan.hidden, fp8)
-    real_packs = plan.num_sf_packs if (plan.num_sf_packs is not None and fp8) else actual_num_sf_packs(plan.hidden, fp8)
+    real_packs = _real_num_sf_packs(plan.hidden, fp8, plan.num_sf_packs)
     ranks, tokens, hidden = plan.num_ranks, plan.num_max_tokens_per_rank, plan.hidden
 
     hint_dispatch = dispatch_buffer_layout(tokens, hidden, hint_packs, topk, elem, ranks)
@@ -532,7 +709,7 @@ def report(plan) -> Report:
                shape=(combine.num_ranks, tokens), record="combine"),
     ]
     buffer = Buffer.combine("EP buffer", regions, "max", NUM_ALLOCATION_ALIGNMENT_BYTES, source=f"{EPB}:581-605")
-    _check_int64(plan, buffer.num_bytes)
+    _check_int64(tokens, buffer.num_bytes)
     workspace = workspace_num_bytes()
     workspace_buffer = Buffer.combine(
         "workspace",
@@ -575,6 +752,9 @@ def report(plan) -> Report:
     quantities = (
         Quantity(name="num_topk", value=topk, source=f"{EPB}:590"),
         Quantity(name="element_size", value=elem, unit="B", source=f"{EPB}:595"),
+        Quantity(name="hidden_bytes", value=hidden * elem, unit="B", source=f"{EPB}:560-569"),
+        Quantity(name="num_scaleup_ranks", value=ranks, source=f"{EPB}:44-46 comm::Context(..., num_ranks, ...): one flat domain"),
+        Quantity(name="num_scaleout_ranks", value=1, source=f"{EPB}:44-46 comm::Context(..., num_ranks, ...): one flat domain"),
         Quantity(name="hint_num_sf_packs", value=hint_packs, source=f"{EPB}:594"),
         Quantity(name="real_num_sf_packs", value=real_packs),
         Quantity(name="dispatch_record_num_bytes", value=real_dispatch.num_bytes_per_token, unit="B", source=f"{TOK}:36-43"),
@@ -607,45 +787,36 @@ def report(plan) -> Report:
 
 
 @lru_cache(maxsize=65536)
-def _record_num_bytes(num_hidden_bytes: int, num_sf_bytes: int, num_topk: int, with_metadata: bool) -> int:
-    return TokenLayout(num_hidden_bytes=num_hidden_bytes, num_sf_bytes=num_sf_bytes, num_topk=num_topk,
-                       with_metadata=with_metadata).num_bytes()
-
-
-@lru_cache(maxsize=65536)
-def _token_independent(num_ranks: int, num_topk: int, experts: int, hidden: int, use_fp8_dispatch: bool,
-                       num_sf_packs: int | None):
-    """Everything :func:`summarize` needs that does not depend on the token count: the
-    validation error (or ``None``), effective top-k and the three record strides."""
-    error = _validation_error(num_ranks, num_topk, experts, hidden, use_fp8_dispatch)
+def _token_independent(num_topk: int, hidden: int, use_fp8_dispatch: bool, num_sf_packs: int | None):
+    """Everything :func:`summarize` needs that does not depend on the token count or the ranks:
+    the validation error (or ``None``), effective top-k and the three record strides."""
+    error = _validation_error(num_topk, hidden, use_fp8_dispatch, num_sf_packs)
     if error is not None:
         return error
     topk = effective_topk(num_topk)
     hidden_bytes = hidden * element_size(use_fp8_dispatch)
-    real_packs = num_sf_packs if (num_sf_packs is not None and use_fp8_dispatch) else actual_num_sf_packs(
-        hidden, use_fp8_dispatch)
+    real_packs = _real_num_sf_packs(hidden, use_fp8_dispatch, num_sf_packs)
     return (
         topk,
-        _record_num_bytes(hidden_bytes, hint_num_sf_packs(hidden, use_fp8_dispatch) * SF_PACK_BYTES, topk, True),
-        _record_num_bytes(hidden_bytes, real_packs * SF_PACK_BYTES, topk, True),
-        _record_num_bytes(hidden * 2, 0, topk, False),
+        record_num_bytes(hidden_bytes, hint_num_sf_packs(hidden, use_fp8_dispatch) * SF_PACK_BYTES, topk, True),
+        record_num_bytes(hidden_bytes, real_packs * SF_PACK_BYTES, topk, True),
+        record_num_bytes(hidden * 2, 0, topk, False),
     )
 
 
 def summarize(plan) -> Summary:
     """:func:`report`'s totals, binding region and broken limits without byte maps or findings,
-    through the same layout functions (cached per token-independent shape) — what sweeps call."""
+    through the same record formula (cached per token-independent shape) — what sweeps call."""
     ranks, tokens, experts = plan.num_ranks, plan.num_max_tokens_per_rank, plan.num_total_experts
-    shape = _token_independent(ranks, plan.num_topk, experts, plan.hidden, plan.use_fp8_dispatch,
-                               plan.num_sf_packs)
+    shape = _token_independent(plan.num_topk, plan.hidden, plan.use_fp8_dispatch, plan.num_sf_packs)
     if type(shape) is not tuple:
         raise shape
     topk, hint_record, real_record, combine_record = shape
-    dispatch = buffer_num_bytes(ranks, tokens, hint_record)
-    combine = buffer_num_bytes(min(topk, ranks), tokens, combine_record)
+    dispatch = _buffer_num_bytes(ranks, tokens, hint_record)
+    combine = _buffer_num_bytes(min(topk, ranks), tokens, combine_record)
     hint = align(max(dispatch, combine), NUM_ALLOCATION_ALIGNMENT_BYTES)
-    _check_int64(plan, hint)
-    needed = align(max(buffer_num_bytes(ranks, tokens, real_record), combine), NUM_ALLOCATION_ALIGNMENT_BYTES)
+    _check_int64(tokens, hint)
+    needed = align(max(_buffer_num_bytes(ranks, tokens, real_record), combine), NUM_ALLOCATION_ALIGNMENT_BYTES)
     workspace = workspace_num_bytes()
     broken = tuple(row[0] for row in _limit_rows(ranks, tokens, topk, experts, plan.hidden, hint) if not row[4])
     return Summary(num_bytes=hint + workspace, num_bytes_needed=needed + workspace,
