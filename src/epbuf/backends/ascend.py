@@ -94,7 +94,7 @@ NUM_SECTOR_INTS = 512 // 4  # kNumSectorInts = kNumSectorBytes / sizeof(int) (CP
 _DTYPE_BYTES = {"float8_e4m3fn": 1, "bfloat16": 2, "uint8": 1}
 
 
-def metadata_num_bytes(num_topk: int, with_metadata: bool = True) -> int:
+def _metadata_num_bytes(num_topk: int, with_metadata: bool = True) -> int:
     """``num_topk * sizeof(float) + (align(num_topk * sizeof(int64_t), 32) + sizeof(int))``
     with metadata, else only the weights (``TOK:24-25``)."""
     weights = num_topk * TOPK_WEIGHT_BYTES
@@ -103,16 +103,16 @@ def metadata_num_bytes(num_topk: int, with_metadata: bool = True) -> int:
     return weights + align(num_topk * TOPK_IDX_BYTES, NUM_UB_ALIGNMENT_BYTES) + SRC_IDX_BYTES
 
 
-def record_num_bytes(num_hidden_bytes: int, num_sf_bytes: int, num_topk: int, with_metadata: bool = True) -> int:
+def _record_num_bytes(num_hidden_bytes: int, num_sf_bytes: int, num_topk: int, with_metadata: bool = True) -> int:
     """``TokenLayout::get_num_bytes()`` (``TOK:36-43``), the record stride: ``hidden_bytes +
     align(sf_bytes, 32) + align(metadata, 32)``, the SF term only when there are SF bytes. The
     hidden bytes are *not* aligned. Upstream adds ``int`` terms, so the stride must fit int32.
 
-    >>> record_num_bytes(7168, 224, 6), record_num_bytes(14336, 0, 6, False)
+    >>> _record_num_bytes(7168, 224, 6), _record_num_bytes(14336, 0, 6, False)
     (7488, 14368)
     """
     t = NUM_UB_ALIGNMENT_BYTES
-    metadata = (metadata_num_bytes(num_topk, with_metadata) + t - 1) // t * t
+    metadata = (_metadata_num_bytes(num_topk, with_metadata) + t - 1) // t * t
     if num_sf_bytes > 0:
         return num_hidden_bytes + (num_sf_bytes + t - 1) // t * t + metadata
     return num_hidden_bytes + metadata
@@ -149,12 +149,12 @@ class TokenLayout(Record):
 
     @property
     def num_metadata_bytes(self) -> int:
-        """:func:`metadata_num_bytes` of this record (``TOK:24-25``)."""
-        return metadata_num_bytes(self.num_topk, self.with_metadata)
+        """:func:`_metadata_num_bytes` of this record (``TOK:24-25``)."""
+        return _metadata_num_bytes(self.num_topk, self.with_metadata)
 
     def num_bytes(self, skip_hidden: bool = False) -> int:
-        """``get_num_bytes`` (``TOK:36-43``): the record stride (:func:`record_num_bytes`)."""
-        return record_num_bytes(0 if skip_hidden else self.num_hidden_bytes, self.num_sf_bytes, self.num_topk,
+        """``get_num_bytes`` (``TOK:36-43``): the record stride (:func:`_record_num_bytes`)."""
+        return _record_num_bytes(0 if skip_hidden else self.num_hidden_bytes, self.num_sf_bytes, self.num_topk,
                                 self.with_metadata)
 
     # Offsets exactly as the pointer getters compute them (TOK:53-82).
@@ -228,10 +228,10 @@ class BufferLayout(Record):
 
     def __post_init__(self) -> None:
         ranks, tokens = self.num_ranks, self.num_max_tokens_per_rank
-        if not (type(ranks) is int and type(tokens) is int and ranks >= 0 and tokens >= 0
+        if not (type(ranks) is int and type(tokens) is int and 0 <= ranks <= INT32_MAX and 0 <= tokens <= INT32_MAX
                 and type(self.token_layout) is TokenLayout):
-            check_int("num_ranks", ranks)
-            check_int("num_max_tokens_per_rank", tokens)
+            check_int("num_ranks", ranks, 0, INT32_MAX, "an int upstream")
+            check_int("num_max_tokens_per_rank", tokens, 0, INT32_MAX, "an int upstream")
             raise InvalidArgumentError([Problem("token_layout", self.token_layout, "must be an ascend.TokenLayout")])
 
     @property
@@ -278,13 +278,13 @@ def _check_record(what: str, num_hidden_bytes: int, num_sf_packs: int, num_topk:
     """Non-negative ints, and a stride that fits the ``int`` upstream adds it up in."""
     if not (type(num_hidden_bytes) is int and type(num_sf_packs) is int and type(num_topk) is int
             and 0 <= num_hidden_bytes <= INT32_MAX and 0 <= num_sf_packs <= INT32_MAX and 0 <= num_topk <= INT32_MAX
-            and record_num_bytes(num_hidden_bytes, num_sf_packs * SF_PACK_BYTES, num_topk, with_metadata)
+            and _record_num_bytes(num_hidden_bytes, num_sf_packs * SF_PACK_BYTES, num_topk, with_metadata)
             <= INT32_MAX):
         c = Checker()
         ok = c.int_range("num_hidden_bytes", num_hidden_bytes, 0, INT32_MAX, "an int upstream")
         ok = c.int_range("num_sf_packs", num_sf_packs, 0, INT32_MAX) and ok
         if c.int_range("num_topk", num_topk, 0, INT32_MAX) and ok:
-            _check_record_int(c, what, record_num_bytes(num_hidden_bytes, num_sf_packs * SF_PACK_BYTES, num_topk,
+            _check_record_int(c, what, _record_num_bytes(num_hidden_bytes, num_sf_packs * SF_PACK_BYTES, num_topk,
                                                         with_metadata), num_topk, "num_hidden_bytes", num_hidden_bytes)
         c.raise_if_any()
 
@@ -346,11 +346,13 @@ def get_dispatch_buffer_size(num_max_tokens_per_rank: int, hidden: int, num_sf_p
             and type(num_sf_packs) is int and type(num_topk) is int and type(num_ranks) is int
             and 0 <= num_max_tokens_per_rank <= INT32_MAX and 0 <= num_sf_packs <= INT32_MAX
             and 0 <= num_topk <= INT32_MAX and 0 <= num_ranks <= INT32_MAX):
-        record = record_num_bytes(hidden_bytes, num_sf_packs * SF_PACK_BYTES, num_topk)
-        if record <= INT32_MAX:
+        record = _record_num_bytes(hidden_bytes, num_sf_packs * SF_PACK_BYTES, num_topk)
+        if record <= INT32_MAX and num_ranks * (num_max_tokens_per_rank * record) <= INT64_MAX:
             return num_ranks * (num_max_tokens_per_rank * record)
-    return dispatch_buffer_layout(num_max_tokens_per_rank, hidden, num_sf_packs, num_topk, element_size,
-                                  num_ranks).num_bytes
+    num_bytes = dispatch_buffer_layout(num_max_tokens_per_rank, hidden, num_sf_packs, num_topk, element_size,
+                                       num_ranks).num_bytes
+    _check_int64(num_max_tokens_per_rank, num_bytes)
+    return num_bytes
 
 
 def get_combine_buffer_size(num_ranks: int, num_max_tokens_per_rank: int, hidden: int, num_topk: int) -> int:
@@ -364,10 +366,12 @@ def get_combine_buffer_size(num_ranks: int, num_max_tokens_per_rank: int, hidden
     if (type(num_ranks) is int and type(num_max_tokens_per_rank) is int and type(hidden) is int
             and type(num_topk) is int and 0 <= num_ranks <= INT32_MAX and 0 <= num_max_tokens_per_rank <= INT32_MAX
             and 0 < hidden <= INT32_MAX // 2 and 0 <= num_topk <= INT32_MAX):
-        record = record_num_bytes(hidden * 2, 0, num_topk, False)
-        if record <= INT32_MAX:
+        record = _record_num_bytes(hidden * 2, 0, num_topk, False)
+        if record <= INT32_MAX and min(num_topk, num_ranks) * (num_max_tokens_per_rank * record) <= INT64_MAX:
             return min(num_topk, num_ranks) * (num_max_tokens_per_rank * record)
-    return combine_buffer_layout(num_ranks, num_max_tokens_per_rank, hidden, num_topk).num_bytes
+    num_bytes = combine_buffer_layout(num_ranks, num_max_tokens_per_rank, hidden, num_topk).num_bytes
+    _check_int64(num_max_tokens_per_rank, num_bytes)
+    return num_bytes
 
 
 def effective_topk(num_topk: int) -> int:
@@ -424,10 +428,10 @@ def calculate_buffer_size(num_ranks: int, num_max_tokens_per_rank: int, hidden: 
             and (use_fp8_dispatch is True or use_fp8_dispatch is False)):
         topk = NUM_DEFAULT_TOPK if num_topk == 0 else num_topk
         if use_fp8_dispatch:
-            dispatch_record = record_num_bytes(hidden, ceil_div(hidden, HINT_SF_GRANULARITY) * SF_PACK_BYTES, topk)
+            dispatch_record = _record_num_bytes(hidden, ceil_div(hidden, HINT_SF_GRANULARITY) * SF_PACK_BYTES, topk)
         else:
-            dispatch_record = record_num_bytes(hidden * 2, 0, topk)
-        combine_record = record_num_bytes(hidden * 2, 0, topk, False)
+            dispatch_record = _record_num_bytes(hidden * 2, 0, topk)
+        combine_record = _record_num_bytes(hidden * 2, 0, topk, False)
         if dispatch_record <= INT32_MAX and combine_record <= INT32_MAX:
             dispatch = num_ranks * (num_max_tokens_per_rank * dispatch_record)
             combine = min(topk, num_ranks) * (num_max_tokens_per_rank * combine_record)
@@ -466,6 +470,8 @@ def check_record(token_layout: TokenLayout) -> list[Finding]:
       are not 32-byte aligned. Upstream assumes ``num_hidden_bytes % 32 == 0``
       (a device assertion left commented out in ``TokenLayout``'s constructor, ``TOK:27-29``).
     """
+    if type(token_layout) is not TokenLayout:
+        raise InvalidArgumentError([Problem("token_layout", token_layout, "must be an ascend.TokenLayout")])
     findings: list[Finding] = []
     reader = token_layout.reader_record("dispatch")
     writer = token_layout.writer_record("dispatch")
@@ -573,7 +579,7 @@ def _validation_error(num_topk: int, hidden: int, use_fp8_dispatch: bool, num_sf
                     num_sf_packs if num_sf_packs else hidden),
                    ("combine", hidden * 2, 0, False, "hidden", hidden))
         for what, num_hidden_bytes, packs, with_metadata, argument, value in records:
-            num_bytes = record_num_bytes(num_hidden_bytes, packs * SF_PACK_BYTES, topk, with_metadata)
+            num_bytes = _record_num_bytes(num_hidden_bytes, packs * SF_PACK_BYTES, topk, with_metadata)
             if not _check_record_int(c, what, num_bytes, topk, argument, value):
                 break
     try:
@@ -798,17 +804,20 @@ def _token_independent(num_topk: int, hidden: int, use_fp8_dispatch: bool, num_s
     real_packs = _real_num_sf_packs(hidden, use_fp8_dispatch, num_sf_packs)
     return (
         topk,
-        record_num_bytes(hidden_bytes, hint_num_sf_packs(hidden, use_fp8_dispatch) * SF_PACK_BYTES, topk, True),
-        record_num_bytes(hidden_bytes, real_packs * SF_PACK_BYTES, topk, True),
-        record_num_bytes(hidden * 2, 0, topk, False),
+        _record_num_bytes(hidden_bytes, hint_num_sf_packs(hidden, use_fp8_dispatch) * SF_PACK_BYTES, topk, True),
+        _record_num_bytes(hidden_bytes, real_packs * SF_PACK_BYTES, topk, True),
+        _record_num_bytes(hidden * 2, 0, topk, False),
     )
 
 
 def summarize(plan) -> Summary:
     """:func:`report`'s totals, binding region and broken limits without byte maps or findings,
     through the same record formula (cached per token-independent shape) — what sweeps call."""
-    ranks, tokens, experts = plan.num_ranks, plan.num_max_tokens_per_rank, plan.num_total_experts
-    shape = _token_independent(plan.num_topk, plan.hidden, plan.use_fp8_dispatch, plan.num_sf_packs)
+    try:
+        ranks, tokens, experts = plan.num_ranks, plan.num_max_tokens_per_rank, plan.num_total_experts
+        shape = _token_independent(plan.num_topk, plan.hidden, plan.use_fp8_dispatch, plan.num_sf_packs)
+    except (AttributeError, TypeError):
+        raise InvalidArgumentError([Problem("plan", plan, "must be an epbuf.Plan")]) from None
     if type(shape) is not tuple:
         raise shape
     topk, hint_record, real_record, combine_record = shape

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from .constants import *  # noqa: F403 - the constants are part of the public API, as before the split
 from .domain import Domain, get_logical_domain_size, get_physical_domain_size, logical_domain, plan_domain
-from .layout import BufferLayout, TokenLayout, check_record, record_num_bytes
+from .layout import BufferLayout, TokenLayout, check_record
 from .report import report, summarize
 from .hint import calculate_buffer_size, calculate_buffer_size_logical, get_buffer_size_hint
 from .records import (actual_num_sf_packs, effective_topk, element_size, get_combine_token_layout,
@@ -65,7 +65,6 @@ __all__ = [
     "get_generation",
     "TokenLayout",
     "BufferLayout",
-    "record_num_bytes",
     "Domain",
     "get_physical_domain_size",
     "get_logical_domain_size",

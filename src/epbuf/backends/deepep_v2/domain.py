@@ -11,7 +11,7 @@ Here the two numbers are given instead of a communicator.
 from __future__ import annotations
 
 from ..._record import Record
-from ...errors import Checker, check_bool
+from ...errors import Checker, InvalidArgumentError, Problem, check_bool
 from ...units import INT32_MAX
 
 __all__ = ["Domain", "get_physical_domain_size", "get_logical_domain_size", "logical_domain", "plan_domain"]
@@ -97,7 +97,11 @@ def plan_domain(plan) -> Domain:
     ``num_ranks_per_node`` does not enter the arithmetic; :func:`~.report.report` says so in
     a ``deepep-v2.ranks-per-node-unused`` finding when it was given.
     """
-    return nvl_domain(plan.num_ranks, plan.ranks_per_node, plan.scaleup_is_nvlink, plan.allow_hybrid_mode)
+    try:
+        values = plan.num_ranks, plan.ranks_per_node, plan.scaleup_is_nvlink, plan.allow_hybrid_mode
+    except AttributeError:
+        raise InvalidArgumentError([Problem("plan", plan, "must be an epbuf.Plan")]) from None
+    return nvl_domain(*values)
 
 
 def nvl_domain(num_ranks: int, ranks_per_node: int, scaleup_is_nvlink: bool, allow_hybrid_mode: bool) -> Domain:

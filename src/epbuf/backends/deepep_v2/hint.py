@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from ..._record import Record
 from ...errors import Checker, InvalidArgumentError, Problem
-from ...units import INT32_MAX, align, ceil_div
+from ...units import INT32_MAX, INT64_MAX, align, ceil_div
 from .constants import (COMBINE_ELEMENT_SIZE, HINT_SF_GRANULARITY, NUM_DEFAULT_TOPK, NUM_MAX_TOPK,
                         NUM_TMA_ALIGNMENT_BYTES, SF_PACK_BYTES)
 from .domain import Domain, check_domain, logical_domain
-from .layout import BufferLayout, TokenLayout, record_num_bytes
+from .layout import BufferLayout, TokenLayout, _record_num_bytes
 from .records import (DEFAULT_GENERATION, MBARRIER_SLOT_BYTES, check_hidden, check_record_int, effective_topk,
                       element_size, hint_num_sf_packs)
-from .sizes import check_region_tokens, combine_buffer_layouts, combine_regions, dispatch_buffer_layouts, \
+from .sizes import check_int64, check_region_tokens, combine_buffer_layouts, combine_regions, dispatch_buffer_layouts, \
     dispatch_regions, rows_x_tokens
 from .versions import Generation, lookup, version_problem
 
@@ -134,8 +134,8 @@ def _hint(gen: Generation, num_scaleout_ranks: int, num_scaleup_ranks: int, is_s
     if hidden_bytes % NUM_TMA_ALIGNMENT_BYTES:
         return None
     rdma = gen.num_rdma_alignment_bytes
-    dispatch_record = record_num_bytes(hidden_bytes, num_sf_bytes, topk, True, rdma)
-    combine_record = record_num_bytes(hidden * COMBINE_ELEMENT_SIZE, 0, topk, False, rdma)
+    dispatch_record = _record_num_bytes(hidden_bytes, num_sf_bytes, topk, True, rdma)
+    combine_record = _record_num_bytes(hidden * COMBINE_ELEMENT_SIZE, 0, topk, False, rdma)
     if max(dispatch_record, combine_record) + MBARRIER_SLOT_BYTES > INT32_MAX:
         return None
     dispatch = rows_x_tokens(dispatch_regions(num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink),
@@ -177,7 +177,7 @@ def calculate_buffer_size(num_ranks: int, num_nvl_ranks: int, num_max_tokens_per
             so, su = (num_ranks // num_nvl_ranks, num_nvl_ranks) if allow_hybrid_mode else (1, num_ranks)
             hint = _hint(gen, so, su, su == num_nvl_ranks, num_max_tokens_per_rank, hidden, num_topk,
                          use_fp8_dispatch, allow_multiple_reduction)
-            if hint is not None:
+            if hint is not None and hint <= INT64_MAX:
                 return hint
     # Something failed: name every problem, in upstream's order.
     c = Checker()
@@ -195,6 +195,9 @@ def calculate_buffer_size(num_ranks: int, num_nvl_ranks: int, num_max_tokens_per
     check_hint_arguments(c, num_max_tokens_per_rank, hidden, num_topk, use_fp8_dispatch, logical,
                          allow_multiple_reduction, gen.num_rdma_alignment_bytes)
     c.raise_if_any()
+    so, su, nvlink = logical
+    check_int64(num_max_tokens_per_rank, _hint(gen, so, su, nvlink, num_max_tokens_per_rank, hidden, num_topk,
+                                               use_fp8_dispatch, allow_multiple_reduction))
     raise AssertionError(f"calculate_buffer_size{(num_ranks, num_nvl_ranks, num_max_tokens_per_rank, hidden)}: "
                          "the checks pass one by one but not together")  # pragma: no cover
 
@@ -229,7 +232,7 @@ def calculate_buffer_size_logical(num_scaleout_ranks: int, num_scaleup_ranks: in
         if gen is not None:
             hint = _hint(gen, num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink, num_max_tokens_per_rank,
                          hidden, num_topk, use_fp8_dispatch, allow_multiple_reduction)
-            if hint is not None:
+            if hint is not None and hint <= INT64_MAX:
                 return hint
     c = Checker()
     problem = version_problem(version)
@@ -248,6 +251,9 @@ def calculate_buffer_size_logical(num_scaleout_ranks: int, num_scaleup_ranks: in
                          (num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink) if ok else None,
                          allow_multiple_reduction, gen.num_rdma_alignment_bytes)
     c.raise_if_any()
+    check_int64(num_max_tokens_per_rank, _hint(gen, num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink,
+                                               num_max_tokens_per_rank, hidden, num_topk, use_fp8_dispatch,
+                                               allow_multiple_reduction))
     raise AssertionError("calculate_buffer_size_logical: the checks pass one by one but not together")  # pragma: no cover
 
 

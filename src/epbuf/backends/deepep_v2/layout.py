@@ -4,7 +4,7 @@ A record is ``hidden | SF packs | top-k idx (int32) | top-k weights (fp32) | sou
 index | linked-list indices``, each part rounded up to 32 bytes (``kNumTMAAlignBytes``); in
 ``"refactor"`` the sum is rounded up again to 64 bytes (``kNumRDMAAlignmentBytes``). Combine
 records carry the top-k slots but no source index. A ``BufferLayout`` packs ``ranks x tokens``
-records without padding. :func:`record_num_bytes` is the one formula of the stride; the size
+records without padding. :func:`_record_num_bytes` is the one formula of the stride; the size
 functions (:mod:`.sizes`) and :class:`TokenLayout` both read it.
 """
 
@@ -13,14 +13,14 @@ from __future__ import annotations
 from ..._record import Record
 from ...errors import InvalidArgumentError, Problem, check_bool, check_int
 from ...report import Field, RecordLayout
-from ...units import align
+from ...units import INT32_MAX, align
 from .constants import (DTYPE_BYTES, LINKED_LIST_IDX_BYTES, MBARRIER_BYTES, NUM_RDMA_ALIGNMENT_BYTES,
                         NUM_TMA_ALIGNMENT_BYTES, SF_PACK_BYTES, SRC_IDX_BYTES, TOPK_IDX_BYTES, TOPK_WEIGHT_BYTES)
 
-__all__ = ["TokenLayout", "BufferLayout", "check_record", "metadata_num_bytes", "record_num_bytes"]
+__all__ = ["TokenLayout", "BufferLayout", "check_record"]
 
 
-def metadata_num_bytes(num_topk: int, with_metadata: bool) -> int:
+def _metadata_num_bytes(num_topk: int, with_metadata: bool) -> int:
     """``num_topk * (sizeof(int) + sizeof(float)) + (with_metadata ? (1 + num_topk) * sizeof(int) : 0)``
     (``layout.cuh:194-195 @dd758ca``, ``token.cuh:25-26 @1a1ffba``): top-k indices and weights, plus
     the source index and ``num_topk`` linked-list indices in dispatch records."""
@@ -28,18 +28,18 @@ def metadata_num_bytes(num_topk: int, with_metadata: bool) -> int:
     return topk_slots + ((SRC_IDX_BYTES + num_topk * LINKED_LIST_IDX_BYTES) if with_metadata else 0)
 
 
-def record_num_bytes(num_hidden_bytes: int, num_sf_bytes: int, num_topk: int, with_metadata: bool,
+def _record_num_bytes(num_hidden_bytes: int, num_sf_bytes: int, num_topk: int, with_metadata: bool,
                      num_rdma_alignment_bytes: int) -> int:
     """``TokenLayout::get_num_bytes<false>()``: ``align(h, 32) + align(s, 32) + align(metadata, 32)``,
     rounded to ``num_rdma_alignment_bytes`` (64 in ``"refactor"``, ``token.cuh:32-41 @1a1ffba``;
     1 = none in generation A, ``layout.cuh:201-208 @dd758ca``). Upstream computes it in ``int``.
 
-    >>> record_num_bytes(7168, 896, 8, True, 64), record_num_bytes(14336, 0, 12, False, 1)
+    >>> _record_num_bytes(7168, 896, 8, True, 64), _record_num_bytes(14336, 0, 12, False, 1)
     (8192, 14432)
     """
     t = NUM_TMA_ALIGNMENT_BYTES  # sum of three align(x, t) = t x the sum of their ceil_div(x, t)
     parts = ((num_hidden_bytes + t - 1) // t + (num_sf_bytes + t - 1) // t
-             + (metadata_num_bytes(num_topk, with_metadata) + t - 1) // t) * t
+             + (_metadata_num_bytes(num_topk, with_metadata) + t - 1) // t) * t
     return align(parts, num_rdma_alignment_bytes)
 
 
@@ -83,12 +83,12 @@ class TokenLayout(Record):
     def num_metadata_bytes(self) -> int:
         """``num_topk * (sizeof(int) + sizeof(float)) + (with_metadata ? (1 + num_topk) * sizeof(int) : 0)``
         (``layout.cuh:194-195 @dd758ca``, ``token.cuh:25-26``)."""
-        return metadata_num_bytes(self.num_topk, self.with_metadata)
+        return _metadata_num_bytes(self.num_topk, self.with_metadata)
 
     @property
     def num_data_bytes(self) -> int:
-        """``get_num_bytes<false>()``: :func:`record_num_bytes` of this record."""
-        return record_num_bytes(self.num_hidden_bytes, self.num_sf_bytes, self.num_topk, self.with_metadata,
+        """``get_num_bytes<false>()``: :func:`_record_num_bytes` of this record."""
+        return _record_num_bytes(self.num_hidden_bytes, self.num_sf_bytes, self.num_topk, self.with_metadata,
                                 self.num_rdma_alignment_bytes)
 
     @property
@@ -187,6 +187,9 @@ def check_record(token_layout: TokenLayout, with_mbarrier: bool = False) -> list
     of 32 (64 with RDMA rounding), and the mbarrier slot lies after the data. Upstream
     is consistent for every input it accepts; the tests assert that property.
     """
+    if type(token_layout) is not TokenLayout:
+        raise InvalidArgumentError([Problem("token_layout", token_layout, "must be a deepep_v2.TokenLayout")])
+    check_bool("with_mbarrier", with_mbarrier)
     record = token_layout.record("record", with_mbarrier=with_mbarrier)
     problems = [f"{a} overlaps {b}" for a, b in record.overlaps()]
     if record.overrun_bytes():
@@ -212,10 +215,10 @@ class BufferLayout(Record):
 
     def __post_init__(self) -> None:
         ranks, tokens = self.num_ranks, self.num_max_tokens_per_rank
-        if not (type(ranks) is int and type(tokens) is int and ranks >= 0 and tokens >= 0
+        if not (type(ranks) is int and type(tokens) is int and 0 <= ranks <= INT32_MAX and 0 <= tokens <= INT32_MAX
                 and type(self.token_layout) is TokenLayout):
-            check_int("num_ranks", ranks)
-            check_int("num_max_tokens_per_rank", tokens)
+            check_int("num_ranks", ranks, 0, INT32_MAX, "an int upstream")
+            check_int("num_max_tokens_per_rank", tokens, 0, INT32_MAX, "an int upstream")
             raise InvalidArgumentError([Problem("token_layout", self.token_layout, "must be a deepep_v2.TokenLayout")])
 
     @property

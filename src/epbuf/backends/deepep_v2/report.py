@@ -13,6 +13,7 @@ from ...report import Buffer, Finding, Quantity, Region, Report, Summary
 from ...units import ceil_div, format_int
 from .constants import FP8_BLOCK_SIZE, NUM_MAX_CHANNELS, UE8M0_PER_PACK
 from .limits import limit_findings, limit_rows_tokens, limits
+from .sizes import check_int64
 from .shape import Shape, validate
 from .layout import BufferLayout
 from .hint import ep_buffer_num_bytes, sizes
@@ -89,6 +90,7 @@ def report(plan) -> Report:
     ]
     buffer = Buffer.combine("EP buffer", regions, "max", gen.num_hint_alignment_bytes,
                             source=f"{src.python_hint} -> {src.calculate_buffer_size}; {src.hint_alignment}")
+    check_int64(tokens, buffer.num_bytes)
     workspace = shape.workspace
 
     dtype = "float8_e4m3fn" if fp8 else "bfloat16"
@@ -208,7 +210,7 @@ def summarize(plan) -> Summary:
     per_token, base = shape.combine
     combine = per_token * tokens + base
     alignment = shape.gen.num_hint_alignment_bytes
-    hint = ep_buffer_num_bytes(dispatch, combine, alignment)
+    hint = check_int64(tokens, ep_buffer_num_bytes(dispatch, combine, alignment))
     workspace = shape.workspace
     # summary_of: the largest buffer (the first of equals), then its largest region (likewise).
     if hint >= workspace.num_bytes:

@@ -12,7 +12,7 @@ from functools import lru_cache
 from operator import attrgetter
 
 from ..._record import Record
-from ...errors import Checker, InvalidArgumentError
+from ...errors import Checker, InvalidArgumentError, Problem
 from ...report import Buffer
 from .domain import Domain, nvl_domain
 from .limits import limit_rows_static
@@ -145,8 +145,11 @@ def validate(plan) -> Shape:
     Raises:
         InvalidArgumentError: every problem of the plan.
     """
-    key = SHAPE_KEY(plan)
-    tokens = plan.num_max_tokens_per_rank
+    try:
+        key = SHAPE_KEY(plan)
+        tokens = plan.num_max_tokens_per_rank
+    except AttributeError:
+        raise InvalidArgumentError([Problem("plan", plan, "must be an epbuf.Plan")]) from None
     try:
         shape = shape_of(*key)
     except TypeError:  # an unhashable value, which no Plan holds; the checks below name it

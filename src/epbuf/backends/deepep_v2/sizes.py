@@ -16,13 +16,13 @@ problem (``benchmarks/api_speed.py`` measures them against the bare formula).
 
 from __future__ import annotations
 
-from ...errors import Checker, check_bool
-from ...units import INT32_MAX
+from ...errors import Checker, InvalidArgumentError, Problem, check_bool
+from ...units import INT32_MAX, INT64_MAX
 from .constants import COMBINE_ELEMENT_SIZE, NUM_MAX_CHANNELS, NUM_TMA_ALIGNMENT_BYTES, SF_PACK_BYTES
-from .layout import BufferLayout, TokenLayout, record_num_bytes
+from .layout import BufferLayout, TokenLayout, _record_num_bytes
 from .records import MBARRIER_SLOT_BYTES, generation_of, get_combine_token_layout, get_dispatch_token_layout
 
-__all__ = ["dispatch_regions", "combine_regions", "max_tokens", "check_region_tokens", "rows_x_tokens",
+__all__ = ["dispatch_regions", "combine_regions", "max_tokens", "check_region_tokens", "rows_x_tokens", "check_int64",
            "dispatch_buffer_layouts", "combine_buffer_layouts", "get_dispatch_buffer_size", "get_combine_buffer_size"]
 
 
@@ -83,6 +83,18 @@ def check_region_tokens(c: Checker, num_max_tokens_per_rank: int, **phases) -> b
           f"the {phase} {name} holds {expr} = {tokens} tokens per rank, which must fit int32 "
           "(BufferLayout takes an int)")
     return False
+
+
+def check_int64(num_max_tokens_per_rank: int, num_bytes: int) -> int:
+    """``num_bytes`` when it fits the ``int64_t`` upstream's sizes are (``BufferLayout::get_num_bytes``,
+    ``get_*_buffer_size``, ``calculate_buffer_size``), else :class:`InvalidArgumentError`: beyond it
+    is no size upstream can hold, so the plan is invalid, not just large."""
+    if num_bytes <= INT64_MAX:
+        return num_bytes
+    raise InvalidArgumentError([Problem(
+        "num_max_tokens_per_rank", num_max_tokens_per_rank,
+        f"the buffer would need {num_bytes:,} B, beyond int64 ({INT64_MAX:,}; upstream's sizes are int64_t); "
+        "lower --tokens, --ranks or --hidden")])
 
 
 def _buffer_layouts(token_layout: TokenLayout, regions, num_max_tokens_per_rank: int) -> dict[str, BufferLayout]:
@@ -186,16 +198,16 @@ def get_dispatch_buffer_size(num_max_tokens_per_rank: int, hidden: int, num_sf_p
             and 0 < num_scaleout_ranks <= INT32_MAX and 0 < num_scaleup_ranks <= INT32_MAX
             and num_scaleout_ranks * num_scaleup_ranks <= INT32_MAX
             and (is_scaleup_nvlink is True or is_scaleup_nvlink is False)):
-        record = record_num_bytes(hidden_bytes, num_sf_packs * SF_PACK_BYTES, num_topk, True,
+        record = _record_num_bytes(hidden_bytes, num_sf_packs * SF_PACK_BYTES, num_topk, True,
                                   gen.num_rdma_alignment_bytes)
         if record + MBARRIER_SLOT_BYTES <= INT32_MAX:
             total = rows_x_tokens(
                 dispatch_regions(num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink), num_max_tokens_per_rank)
-            if total is not None:
+            if total is not None and total * record <= INT64_MAX:
                 return total * record
     layouts = dispatch_buffer_layouts(num_max_tokens_per_rank, hidden, num_sf_packs, num_topk, elem_size,
                                       num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink, version=version)
-    return sum(layout.num_bytes for layout in layouts.values())
+    return check_int64(num_max_tokens_per_rank, sum(layout.num_bytes for layout in layouts.values()))
 
 
 def get_combine_buffer_size(num_max_tokens_per_rank: int, hidden: int, num_topk: int, num_scaleout_ranks: int,
@@ -219,14 +231,14 @@ def get_combine_buffer_size(num_max_tokens_per_rank: int, hidden: int, num_topk:
             and num_scaleout_ranks * num_scaleup_ranks <= INT32_MAX
             and (is_scaleup_nvlink is True or is_scaleup_nvlink is False)
             and (allow_multiple_reduction is True or allow_multiple_reduction is False)):
-        record = record_num_bytes(hidden * COMBINE_ELEMENT_SIZE, 0, num_topk, False, gen.num_rdma_alignment_bytes)
+        record = _record_num_bytes(hidden * COMBINE_ELEMENT_SIZE, 0, num_topk, False, gen.num_rdma_alignment_bytes)
         if record + MBARRIER_SLOT_BYTES <= INT32_MAX:
             total = rows_x_tokens(
                 combine_regions(num_topk, num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink,
                                 allow_multiple_reduction), num_max_tokens_per_rank)
-            if total is not None:
+            if total is not None and total * record <= INT64_MAX:
                 return total * record
     layouts = combine_buffer_layouts(num_max_tokens_per_rank, hidden, num_topk, num_scaleout_ranks,
                                      num_scaleup_ranks, is_scaleup_nvlink, allow_multiple_reduction,
                                      version=version)
-    return sum(layout.num_bytes for layout in layouts.values())
+    return check_int64(num_max_tokens_per_rank, sum(layout.num_bytes for layout in layouts.values()))
