@@ -36,16 +36,16 @@ def check_tokens(c: Checker, num_max_tokens_per_rank: int) -> bool:
 
 def check_hint_arguments(c: Checker, num_max_tokens_per_rank: int | None, hidden: int, num_topk: int,
                          use_fp8_dispatch: bool, logical: tuple[int, int, bool] | None, allow_multiple_reduction: bool,
-                         num_rdma_alignment_bytes: int) -> None:
+                         num_rdma_alignment_bytes: int, *, token_checks: bool = True) -> None:
     """What ``calculate_buffer_size`` and the records it builds assert, plus the int32
     arithmetic that must not overflow for the hint to mean anything, collected in ``c``.
 
     ``logical``: ``(num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink)``, or ``None`` when
-    the domain is invalid (the token-count checks then wait). ``num_max_tokens_per_rank=None``
-    runs only the checks that do not depend on the token count (what the plan's cached shape
-    holds); :func:`check_tokens` and :func:`check_region_tokens` are the others, in this order.
+    the domain is invalid (the token-count checks then wait). ``token_checks=False`` runs only
+    the checks that do not depend on the token count (what the plan's cached shape holds);
+    :func:`check_tokens` and :func:`check_region_tokens` are the others, in this order.
     """
-    tokens_ok = num_max_tokens_per_rank is None or check_tokens(c, num_max_tokens_per_rank)
+    tokens_ok = not token_checks or check_tokens(c, num_max_tokens_per_rank)
     hidden_ok = c.int_range("hidden", hidden, 1, INT32_MAX, "EP_HOST_ASSERT(hidden > 0), an int")
     topk_ok = c.int_range("num_topk", num_topk, 0, INT32_MAX, "0 means 32")
     fp8_ok = type(use_fp8_dispatch) is bool or c.add("use_fp8_dispatch", use_fp8_dispatch, "must be True or False")
@@ -69,7 +69,7 @@ def check_hint_arguments(c: Checker, num_max_tokens_per_rank: int | None, hidden
                              with_metadata=with_metadata, num_rdma_alignment_bytes=num_rdma_alignment_bytes)
         if not check_record_int(c, record, argument, value):
             return
-    if num_max_tokens_per_rank is not None and logical is not None:
+    if token_checks and logical is not None:
         so, su, nvlink = logical
         check_region_tokens(c, num_max_tokens_per_rank, dispatch=dispatch_regions(so, su, nvlink),
                             combine=combine_regions(topk, so, su, nvlink, allow_multiple_reduction))

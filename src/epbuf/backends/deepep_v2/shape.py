@@ -27,10 +27,11 @@ __all__ = ["check_plan", "Shape", "SHAPE_KEY", "shape_of", "validate"]
 
 def check_plan(c: Checker, version: object, num_ranks: int, ranks_per_node: int, scaleup_is_nvlink: bool,
                allow_hybrid_mode: bool, hidden: int, num_topk: int, use_fp8_dispatch: bool,
-               allow_multiple_reduction: bool, num_max_tokens_per_rank: int | None) -> tuple[Generation | None, Domain]:
+               allow_multiple_reduction: bool, num_max_tokens_per_rank: int | None, *,
+               token_checks: bool = True) -> tuple[Generation | None, Domain]:
     """What no size function can evaluate, collected in ``c``: an unknown version, and what
     ``calculate_buffer_size`` and the records it builds assert or overflow (``int`` arithmetic).
-    ``num_max_tokens_per_rank=None`` skips the checks that depend on it.
+    ``token_checks=False`` skips the checks that depend on the token count.
 
     Raises:
         InvalidArgumentError: at once, for an NVLink size that does not divide the ranks.
@@ -43,7 +44,7 @@ def check_plan(c: Checker, version: object, num_ranks: int, ranks_per_node: int,
     rdma = (gen or get_generation(DEFAULT_VERSION)).num_rdma_alignment_bytes
     check_hint_arguments(c, num_max_tokens_per_rank, hidden, num_topk, use_fp8_dispatch,
                          (domain.num_scaleout_ranks, domain.num_scaleup_ranks, domain.is_scaleup_nvlink),
-                         allow_multiple_reduction, rdma)
+                         allow_multiple_reduction, rdma, token_checks=token_checks)
     return gen, domain
 
 
@@ -104,7 +105,8 @@ def shape_of(version: object, num_ranks: int, ranks_per_node: int, scaleup_is_nv
     c = Checker()
     try:
         gen, domain = check_plan(c, version, num_ranks, ranks_per_node, scaleup_is_nvlink, allow_hybrid_mode,
-                                 hidden, num_topk, use_fp8_dispatch, allow_multiple_reduction, None)
+                                 hidden, num_topk, use_fp8_dispatch, allow_multiple_reduction, None,
+                                 token_checks=False)
     except InvalidArgumentError:
         return None
     if c.problems:

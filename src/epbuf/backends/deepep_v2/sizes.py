@@ -192,8 +192,8 @@ def get_dispatch_buffer_size(num_max_tokens_per_rank: int, hidden: int, num_sf_p
     hidden_bytes = hidden * elem_size if type(hidden) is int and type(elem_size) is int else -1
     if (type(num_max_tokens_per_rank) is int and type(num_sf_packs) is int and type(num_topk) is int
             and type(num_scaleout_ranks) is int and type(num_scaleup_ranks) is int
-            and 0 <= num_max_tokens_per_rank <= INT32_MAX and hidden > 0 and elem_size > 0
-            and 0 < hidden_bytes <= INT32_MAX and hidden_bytes % NUM_TMA_ALIGNMENT_BYTES == 0
+            and 0 <= num_max_tokens_per_rank <= INT32_MAX and 0 < hidden_bytes <= INT32_MAX and hidden > 0
+            and elem_size > 0 and hidden_bytes % NUM_TMA_ALIGNMENT_BYTES == 0
             and 0 <= num_sf_packs <= INT32_MAX // SF_PACK_BYTES and 0 <= num_topk <= INT32_MAX
             and 0 < num_scaleout_ranks <= INT32_MAX and 0 < num_scaleup_ranks <= INT32_MAX
             and num_scaleout_ranks * num_scaleup_ranks <= INT32_MAX
