@@ -152,3 +152,57 @@ def test_large_values_beyond_the_upstream_int_are_invalid():
     with pytest.raises(EpbufError, match="beyond int64"):
         v2.report(Plan(hidden=2**20, num_topk=1, num_experts=2048, num_ranks=2048, num_ranks_per_node=2048,
                        num_max_tokens_per_rank=2**31 - 1, use_fp8_dispatch=False))
+
+
+# The quantity names every backend reports with the same meaning (README, "JSON schemas").
+VOCABULARY = ("num_topk", "element_size", "hidden_bytes", "dispatch_record_num_bytes", "hint_dispatch_record_num_bytes",
+              "combine_record_num_bytes", "hint_num_sf_packs", "real_num_sf_packs", "num_scaleup_ranks",
+              "num_scaleout_ranks", "workspace_num_bytes")
+
+
+@pytest.mark.parametrize("backend", ["ascend", "deepep-v2"])
+@pytest.mark.parametrize(("hidden", "topk", "ranks", "fp8"), [(7168, 6, 8, True), (4096, 0, 32, False)])
+def test_shared_quantity_vocabulary(backend, hidden, topk, ranks, fp8):
+    from epbuf.plan import report
+
+    r = report(Plan(hidden=hidden, num_topk=topk, num_experts=256, num_ranks=ranks, num_max_tokens_per_rank=512,
+                    use_fp8_dispatch=fp8), backend)
+    q = {x.name: x.value for x in r.quantities}
+    assert set(VOCABULARY) <= set(q)
+    assert q["num_topk"] == (topk or 32) and q["element_size"] == (1 if fp8 else 2)
+    assert q["hidden_bytes"] == hidden * q["element_size"]
+    assert q["num_scaleup_ranks"] * q["num_scaleout_ranks"] == ranks
+    assert q["dispatch_record_num_bytes"] == r.record("dispatch").num_bytes
+    assert q["combine_record_num_bytes"] == r.record("combine").num_bytes
+    assert q["hint_dispatch_record_num_bytes"] >= q["dispatch_record_num_bytes"]
+    assert q["hint_num_sf_packs"] >= q["real_num_sf_packs"] and (q["real_num_sf_packs"] > 0) is fp8
+    assert 0 < q["workspace_num_bytes"] <= r.buffer("workspace").num_bytes
+
+
+def test_backends_have_no_import_cycle():
+    """The modules of epbuf.backends import each other (at module level) without a cycle."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(ascend.__file__).parent
+    graph = {}
+    for path in root.rglob("*.py"):
+        module = ".".join(path.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__")
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        deps = set()
+        for node in ast.parse(path.read_text()).body:  # module level only: lazy imports in functions are fine
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+                deps.add(target)
+                deps.update(f"{target}.{alias.name}" for alias in node.names)
+        graph[module] = deps
+    graph = {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
+
+    def visit(module, stack):
+        assert module not in stack, " -> ".join([*stack, module])
+        for dep in graph[module]:
+            visit(dep, [*stack, module])
+
+    for module in graph:
+        visit(module, [])

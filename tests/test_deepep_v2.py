@@ -715,3 +715,85 @@ def test_summarize_equals_summary_of_report(p):
     assert summary_or_error(v2.summarize, p) == summary_or_error(lambda q: summary_of(v2.report(q)), p)
     assert summary_or_error(v2.summarize, p) == summary_or_error(v2.summarize, p)  # again, from the cache
 
+
+
+# --- commit ids -------------------------------------------------------------------------------
+@pytest.mark.parametrize(("commit", "generation"), [
+    ("b306af06afd412c88e51e71802951606e40b7358", "2026-04"),  # first release, full id
+    ("4f77720", "2026-04"),  # pull-request branch off b306af0 (RDMA-only topology), same size arithmetic
+    ("a422b5a3693f", "2026-07"),  # #637: both 2 MiB roundings
+    ("5616959", "2026-07"),  # main, 2026-05-21
+    ("dd758caf451848bd150e1046af3d0a73e5fff38d", "2026-07"),
+    ("DD758CAF4518", "2026-07"),  # hex is case-insensitive
+    ("1a1ffbac1f9ba94e1f731f7647b5d6353fb38ade", "refactor"),
+    ("def865146e95", "refactor"),
+    ("855fa9d", "refactor"),  # known by its short id only
+    ("13b3aba", "refactor"),  # a prefix of the short id 13b3abaa
+])
+def test_commit_ids_map_to_generations(commit, generation):
+    assert v2.get_generation(commit).id == generation
+    assert v2.report(plan(version=commit)).inputs["version"] == generation
+
+
+def test_commit_table_is_well_formed():
+    """Every commit of the snapshot whose tree holds csrc/elastic/buffer.hpp is in the table, once."""
+    from epbuf.backends.deepep_v2.commits import COMMITS, DIFFERENT, SHORT_IDS
+
+    assert all(len(c) == 40 and int(c, 16) >= 0 for c in (*COMMITS, *DIFFERENT))
+    assert set(COMMITS.values()) == set(v2.VERSIONS) and set(SHORT_IDS.values()) <= set(v2.VERSIONS)
+    assert not set(COMMITS) & set(DIFFERENT)
+    assert sum(1 for g in COMMITS.values() if g != "refactor") + len(DIFFERENT) == 121
+    assert len({c[:7] for c in (*COMMITS, *DIFFERENT)}) == len(COMMITS) + len(DIFFERENT)  # 7 digits suffice
+
+
+@pytest.mark.parametrize(("commit", "needle"), [
+    ("6757592", "match no generation epbuf follows (unmerged branch: the hint adds an experimental direct recv_x"),
+    ("35fd2654daacbf9627ef606cc47dcdf3f075570b", "calculate_buffer_size takes has_nvlink"),
+    ("0000000", "commit '0000000' is not among the"),
+    ("4623c67", "is not among the"),  # a V1-only commit: V2 did not exist yet
+    ("dd758c", "unknown DeepEP V2 version"),  # six digits are not a commit id
+])
+def test_unknown_or_different_commits(commit, needle):
+    with pytest.raises(InvalidArgumentError) as info:
+        v2.get_generation(commit)
+    text = str(info.value)
+    assert needle in text and text.count("\n") == 0
+    assert "choose one of 2026-04, 2026-07, refactor" in text and "or a commit id" in text
+
+
+# --- the logical-topology entry point ------------------------------------------------------------
+@given(version=versions, nodes=st.integers(1, 8), nvl=st.sampled_from([1, 2, 4, 8]), tokens=tokens_st,
+       hidden=hidden_fp8, topk=topks, fp8=st.booleans(), hybrid=st.booleans(), amr=st.booleans())
+def test_logical_entry_point_equals_physical(version, nodes, nvl, tokens, hidden, topk, fp8, hybrid, amr):
+    """calculate_buffer_size(N, nvl, ...) == calculate_buffer_size_logical(*logical domain, ...): the
+    physical entry point is the topology step (nccl.cu:49-60, buffer.hpp:666-668) and then the logical one."""
+    d = v2.logical_domain(nodes * nvl, nvl, hybrid)
+    assert v2.calculate_buffer_size(nodes * nvl, nvl, tokens, hidden, topk, fp8, hybrid, amr, version=version) == \
+        v2.calculate_buffer_size_logical(d.num_scaleout_ranks, d.num_scaleup_ranks, d.is_scaleup_nvlink, tokens,
+                                         hidden, topk, fp8, amr, version=version)
+
+
+def test_logical_entry_point_examples():
+    """docs/derivations/deepep_v2.md §C.1 (c) hybrid and §C.2 (c) with hybrid mode off; the no-NVLink
+    domain (8, 1) of test_no_nvlink_domain; errors as calculate_buffer_size's."""
+    assert v2.calculate_buffer_size_logical(4, 8, True, 4096, 7168, 8, True, True) == 2_434_793_472
+    assert v2.calculate_buffer_size_logical(1, 32, False, 4096, 7168, 8, True, True) == 2_359_296_000
+    assert v2.calculate_buffer_size_logical(8, 1, True, 4096, 7168, 8, True, True, version="2026-07") == 1_564_475_392
+    with pytest.raises(InvalidArgumentError, match=r"ceil_div\(hidden, 32\)"):
+        v2.calculate_buffer_size_logical(1, 8, True, 4096, 3, 8, True, True)
+    with pytest.raises(InvalidArgumentError, match="num_ranks = 65536 x 65536 must fit int32"):
+        v2.calculate_buffer_size_logical(65536, 65536, True, 4096, 7168, 8, True, True)
+
+
+def test_ranks_per_node_without_nvlink_is_said_to_be_unused():
+    """Upstream reads the LSA team size, never a node size: with scaleup_is_nvlink=False the LSA
+    team is one rank, so an explicit num_ranks_per_node changes nothing, and the report says so."""
+    r = v2.report(plan(ranks=16, experts=128, num_ranks_per_node=8, scaleup_is_nvlink=False))
+    (finding,) = [f for f in r.findings if f.code == "deepep-v2.ranks-per-node-unused"]
+    assert finding.severity == "warning" and finding.data == {"num_ranks_per_node": 8, "num_nvl_ranks": 1}
+    same = v2.report(plan(ranks=16, experts=128, num_ranks_per_node=4, scaleup_is_nvlink=False))
+    assert same.num_bytes == r.num_bytes and (r.inputs["num_rdma_ranks"], r.inputs["num_nvl_ranks"]) == (16, 1)
+    for quiet in (plan(ranks=16, experts=128, scaleup_is_nvlink=False),
+                  plan(ranks=16, experts=128, num_ranks_per_node=1, scaleup_is_nvlink=False),
+                  plan(ranks=16, experts=128, num_ranks_per_node=8)):
+        assert "deepep-v2.ranks-per-node-unused" not in {f.code for f in v2.report(quiet).findings}
