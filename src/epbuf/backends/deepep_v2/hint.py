@@ -20,8 +20,8 @@ from .domain import Domain, check_domain, logical_domain
 from .layout import BufferLayout, TokenLayout, _record_num_bytes
 from .records import (DEFAULT_GENERATION, MBARRIER_SLOT_BYTES, check_hidden, check_record_int, effective_topk,
                       element_size, hint_num_sf_packs)
-from .sizes import check_int64, check_region_tokens, combine_buffer_layouts, combine_regions, dispatch_buffer_layouts, \
-    dispatch_regions, rows_x_tokens
+from .sizes import (check_int64, check_region_tokens, combine_affine, combine_buffer_layouts, combine_regions,
+                    dispatch_affine, dispatch_buffer_layouts, dispatch_regions)
 from .versions import Generation, lookup, version_problem
 
 __all__ = ["calculate_buffer_size", "calculate_buffer_size_logical", "get_buffer_size_hint", "check_tokens",
@@ -138,13 +138,14 @@ def _hint(gen: Generation, num_scaleout_ranks: int, num_scaleup_ranks: int, is_s
     combine_record = _record_num_bytes(hidden * COMBINE_ELEMENT_SIZE, 0, topk, False, rdma)
     if max(dispatch_record, combine_record) + MBARRIER_SLOT_BYTES > INT32_MAX:
         return None
-    dispatch = rows_x_tokens(dispatch_regions(num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink),
-                                     num_max_tokens_per_rank)
-    combine = rows_x_tokens(combine_regions(topk, num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink,
-                                                    allow_multiple_reduction), num_max_tokens_per_rank)
-    if dispatch is None or combine is None:
+    d_per_token, d_base, d_max = dispatch_affine(num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink)
+    c_per_token, c_base, c_max = combine_affine(topk, num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink,
+                                                allow_multiple_reduction)
+    if num_max_tokens_per_rank > min(d_max, c_max):
         return None
-    return ep_buffer_num_bytes(dispatch * dispatch_record, combine * combine_record, gen.num_hint_alignment_bytes)
+    return ep_buffer_num_bytes((d_per_token * num_max_tokens_per_rank + d_base) * dispatch_record,
+                               (c_per_token * num_max_tokens_per_rank + c_base) * combine_record,
+                               gen.num_hint_alignment_bytes)
 
 
 def calculate_buffer_size(num_ranks: int, num_nvl_ranks: int, num_max_tokens_per_rank: int, hidden: int,
@@ -286,11 +287,13 @@ def get_buffer_size_hint(group: int | tuple[int, int], num_max_tokens_per_rank: 
         num_ranks = num_nvl_ranks = group
     elif type(group) is tuple and len(group) == 2:
         num_rdma_ranks, num_nvl_ranks = group
-        c = Checker()
-        if c.int_range("num_nodes", num_rdma_ranks, 1, INT32_MAX) and c.int_range("num_ranks_per_node", num_nvl_ranks,
-                                                                                 1, INT32_MAX):
-            num_ranks = num_rdma_ranks * num_nvl_ranks
-        c.raise_if_any()
+        if not (type(num_rdma_ranks) is int and type(num_nvl_ranks) is int and 0 < num_rdma_ranks <= INT32_MAX
+                and 0 < num_nvl_ranks <= INT32_MAX):
+            c = Checker()
+            c.int_range("num_nodes", num_rdma_ranks, 1, INT32_MAX)
+            c.int_range("num_ranks_per_node", num_nvl_ranks, 1, INT32_MAX)
+            c.raise_if_any()
+        num_ranks = num_rdma_ranks * num_nvl_ranks
     else:
         raise InvalidArgumentError([Problem("num_ranks", group, "give num_ranks or (num_rdma_ranks, num_nvl_ranks)")])
     return calculate_buffer_size(num_ranks, num_nvl_ranks, num_max_tokens_per_rank, hidden, num_topk,

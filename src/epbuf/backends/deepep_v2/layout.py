@@ -37,10 +37,10 @@ def _record_num_bytes(num_hidden_bytes: int, num_sf_bytes: int, num_topk: int, w
     >>> _record_num_bytes(7168, 896, 8, True, 64), _record_num_bytes(14336, 0, 12, False, 1)
     (8192, 14432)
     """
-    t = NUM_TMA_ALIGNMENT_BYTES  # sum of three align(x, t) = t x the sum of their ceil_div(x, t)
+    t, r = NUM_TMA_ALIGNMENT_BYTES, num_rdma_alignment_bytes  # sum of align(x, t) = t x sum of ceil_div(x, t)
     parts = ((num_hidden_bytes + t - 1) // t + (num_sf_bytes + t - 1) // t
              + (_metadata_num_bytes(num_topk, with_metadata) + t - 1) // t) * t
-    return align(parts, num_rdma_alignment_bytes)
+    return (parts + r - 1) // r * r  # align(parts, r)
 
 
 class TokenLayout(Record):

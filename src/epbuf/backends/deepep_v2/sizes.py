@@ -16,13 +16,15 @@ problem (``benchmarks/api_speed.py`` measures them against the bare formula).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ...errors import Checker, InvalidArgumentError, Problem, check_bool
 from ...units import INT32_MAX, INT64_MAX
 from .constants import COMBINE_ELEMENT_SIZE, NUM_MAX_CHANNELS, NUM_TMA_ALIGNMENT_BYTES, SF_PACK_BYTES
 from .layout import BufferLayout, TokenLayout, _record_num_bytes
 from .records import MBARRIER_SLOT_BYTES, generation_of, get_combine_token_layout, get_dispatch_token_layout
 
-__all__ = ["dispatch_regions", "combine_regions", "max_tokens", "check_region_tokens", "rows_x_tokens", "check_int64",
+__all__ = ["dispatch_regions", "combine_regions", "max_tokens", "check_region_tokens", "dispatch_affine", "combine_affine", "check_int64",
            "dispatch_buffer_layouts", "combine_buffer_layouts", "get_dispatch_buffer_size", "get_combine_buffer_size"]
 
 
@@ -166,15 +168,25 @@ def combine_buffer_layouts(num_max_tokens_per_rank: int, hidden: int, num_topk: 
     return _buffer_layouts(token_layout, regions(), num_max_tokens_per_rank)
 
 
-def rows_x_tokens(regions, num_max_tokens_per_rank: int) -> int | None:
-    """``sum(rows x (multiplier x T + offset))``, or ``None`` when a token count overflows int."""
-    total = 0
-    for _, rows, multiplier, offset, _ in regions:
-        tokens = multiplier * num_max_tokens_per_rank + offset
-        if tokens > INT32_MAX:
-            return None
-        total += rows * tokens
-    return total
+def _affine(regions) -> tuple[int, int, int]:
+    """``(a, b, t)``: ``sum(rows x (multiplier x T + offset)) = a x T + b`` records, for ``T <= t``
+    (:func:`max_tokens`: every region's token count fits int)."""
+    return (sum(rows * multiplier for _, rows, multiplier, _, _ in regions),
+            sum(rows * offset for _, rows, _, offset, _ in regions), max_tokens(regions))
+
+
+@lru_cache(maxsize=4096)
+def dispatch_affine(num_scaleout_ranks: int, num_scaleup_ranks: int, is_scaleup_nvlink: bool) -> tuple[int, int, int]:
+    """:func:`dispatch_regions` as ``(records per token, base records, largest T)``, per topology."""
+    return _affine(dispatch_regions(num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink))
+
+
+@lru_cache(maxsize=4096)
+def combine_affine(num_topk: int, num_scaleout_ranks: int, num_scaleup_ranks: int, is_scaleup_nvlink: bool,
+                   allow_multiple_reduction: bool) -> tuple[int, int, int]:
+    """:func:`combine_regions` as ``(records per token, base records, largest T)``, per topology."""
+    return _affine(combine_regions(num_topk, num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink,
+                                   allow_multiple_reduction))
 
 
 def get_dispatch_buffer_size(num_max_tokens_per_rank: int, hidden: int, num_sf_packs: int, num_topk: int,
@@ -201,10 +213,10 @@ def get_dispatch_buffer_size(num_max_tokens_per_rank: int, hidden: int, num_sf_p
         record = _record_num_bytes(hidden_bytes, num_sf_packs * SF_PACK_BYTES, num_topk, True,
                                   gen.num_rdma_alignment_bytes)
         if record + MBARRIER_SLOT_BYTES <= INT32_MAX:
-            total = rows_x_tokens(
-                dispatch_regions(num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink), num_max_tokens_per_rank)
-            if total is not None and total * record <= INT64_MAX:
-                return total * record
+            per_token, base, tokens_max = dispatch_affine(num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink)
+            num_bytes = (per_token * num_max_tokens_per_rank + base) * record
+            if num_max_tokens_per_rank <= tokens_max and num_bytes <= INT64_MAX:
+                return num_bytes
     layouts = dispatch_buffer_layouts(num_max_tokens_per_rank, hidden, num_sf_packs, num_topk, elem_size,
                                       num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink, version=version)
     return check_int64(num_max_tokens_per_rank, sum(layout.num_bytes for layout in layouts.values()))
@@ -233,11 +245,11 @@ def get_combine_buffer_size(num_max_tokens_per_rank: int, hidden: int, num_topk:
             and (allow_multiple_reduction is True or allow_multiple_reduction is False)):
         record = _record_num_bytes(hidden * COMBINE_ELEMENT_SIZE, 0, num_topk, False, gen.num_rdma_alignment_bytes)
         if record + MBARRIER_SLOT_BYTES <= INT32_MAX:
-            total = rows_x_tokens(
-                combine_regions(num_topk, num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink,
-                                allow_multiple_reduction), num_max_tokens_per_rank)
-            if total is not None and total * record <= INT64_MAX:
-                return total * record
+            per_token, base, tokens_max = combine_affine(num_topk, num_scaleout_ranks, num_scaleup_ranks,
+                                                         is_scaleup_nvlink, allow_multiple_reduction)
+            num_bytes = (per_token * num_max_tokens_per_rank + base) * record
+            if num_max_tokens_per_rank <= tokens_max and num_bytes <= INT64_MAX:
+                return num_bytes
     layouts = combine_buffer_layouts(num_max_tokens_per_rank, hidden, num_topk, num_scaleout_ranks,
                                      num_scaleup_ranks, is_scaleup_nvlink, allow_multiple_reduction,
                                      version=version)
