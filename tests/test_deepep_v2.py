@@ -389,7 +389,7 @@ def test_redundant_experts_count():
 
 
 def test_multiple_reduction_never_multiplies_tokens_by_topk():
-    """Direct combine's send buffer holds T x (amr ? 1 : topk) tokens (buffer.hpp:625-629 @dd758ca): with
+    """Direct combine's send buffer holds T x (amr ? 1 : topk) tokens (buffer.hpp:626-630 @dd758ca): with
     multiple reduction T x 32 may exceed int32, nothing upstream computes it. 8 ranks on NVLink, T = 2^27,
     top-32: combine = min(8, 32) x 2^27 x 14592 (B record: 14336 + 256) = 15,668,040,695,808 B."""
     r = v2.report(plan(tokens=2**27, topk=32))
