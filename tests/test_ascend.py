@@ -205,6 +205,18 @@ def test_divisibility_finding_names_the_host_assert():
     assert finding.data["enforced"] == "host"
 
 
+def test_32_bit_topk_idx_is_a_broken_limit():
+    """Ascend routes with int64 indices: dispatch asserts topk_idx.scalar_type() == torch::kInt64
+    (EPB:167), so a plan for a 32-bit topk_idx_t build keeps its sizes and breaks that limit."""
+    r = report(plan(num_topk_idx_bits=32))
+    assert [(lim.name, lim.value, lim.bound) for lim in r.failed_limits()] == [("topk_idx bits", 32, 64)]
+    assert r.num_bytes == report(plan()).num_bytes == report(plan(num_topk_idx_bits=64)).num_bytes
+    assert not report(plan(num_topk_idx_bits=64)).failed_limits()
+    from epbuf.plan import summarize
+
+    assert summarize(plan(num_topk_idx_bits=32), "ascend").broken == ("topk_idx bits",)
+
+
 def test_all_broken_limits_collected_in_one_report():
     r = report(plan(ranks=300, topk=40, experts=300))
     assert {"num_ranks", "num_ranks (8-bit reduction arrival count)", "num_topk"} <= {

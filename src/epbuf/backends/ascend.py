@@ -607,11 +607,16 @@ _SRC_EPR = f"{IEPILOGUE}:246 EP_STATIC_ASSERT(kNumExpertsPerRank <= 512)"
 _SRC_HIDDEN = f"{KCOMBINE}:86 EP_HOST_ASSERT(hidden % (kNumVectorRegisterBytes / sizeof(uint16_t)) == 0)"
 _SRC_EXPANDED = f"{IDISPATCH}:593-596 \"Expanded token count including expert padding overflows int\""
 _SRC_INT64 = f"{EPB}:28 int64_t num_buffer_bytes"
+_SRC_TOPK_IDX = f"{EPB}:167 EP_HOST_ASSERT(topk_idx.scalar_type() == torch::kInt64) (dispatch; combine asserts it too)"
+TOPK_IDX_BITS = 8 * TOPK_IDX_BYTES  # int64 routing indices; a DeepEP build with 32-bit topk_idx_t does not fit
 
 
-def _limit_rows(num_ranks: int, num_tokens: int, topk: int, experts: int, hidden: int, hint_bytes: int) -> tuple:
+def _limit_rows(num_ranks: int, num_tokens: int, topk: int, experts: int, hidden: int, hint_bytes: int,
+                topk_idx_bits: int | None = None) -> tuple:
     """Every limit as ``(name, value, relation, bound, ok, source, enforced)`` — the one
-    definition both :func:`report` (as ``LimitCheck`` records) and :func:`summarize` read."""
+    definition both :func:`report` (as ``LimitCheck`` records) and :func:`summarize` read.
+    ``topk_idx_bits``: ``Plan.num_topk_idx_bits`` (``None``: int64, what Ascend expects)."""
+    idx_bits = TOPK_IDX_BITS if topk_idx_bits is None else topk_idx_bits
     experts_per_rank = experts // num_ranks
     tokens_x_ranks = num_tokens * num_ranks
     expanded = tokens_x_ranks * min(topk, experts_per_rank)
@@ -632,6 +637,7 @@ def _limit_rows(num_ranks: int, num_tokens: int, topk: int, experts: int, hidden
         ("expanded tokens (ranks x tokens x min(topk, experts per rank))", expanded, "<=", INT32_MAX,
          expanded <= INT32_MAX, _SRC_EXPANDED, "kernel"),
         ("buffer bytes", hint_bytes, "<=", INT64_MAX, hint_bytes <= INT64_MAX, _SRC_INT64, "host"),
+        ("topk_idx bits", idx_bits, "==", TOPK_IDX_BITS, idx_bits == TOPK_IDX_BITS, _SRC_TOPK_IDX, "host"),
     )
 
 
@@ -648,7 +654,7 @@ def _check_int64(num_max_tokens_per_rank: int, hint_bytes: int) -> None:
 
 def _limits(plan, topk: int, hint_bytes: int) -> list[LimitCheck]:
     rows = _limit_rows(plan.num_ranks, plan.num_max_tokens_per_rank, topk, plan.num_total_experts, plan.hidden,
-                       hint_bytes)
+                       hint_bytes, plan.num_topk_idx_bits)
     return [LimitCheck(name=n, value=v, relation=r, bound=b, ok=ok, source=src, enforced=e)
             for n, v, r, b, ok, src, e in rows]
 
@@ -827,7 +833,8 @@ def summarize(plan) -> Summary:
     _check_int64(tokens, hint)
     needed = align(max(_buffer_num_bytes(ranks, tokens, real_record), combine), NUM_ALLOCATION_ALIGNMENT_BYTES)
     workspace = workspace_num_bytes()
-    broken = tuple(row[0] for row in _limit_rows(ranks, tokens, topk, experts, plan.hidden, hint) if not row[4])
+    broken = tuple(row[0] for row in _limit_rows(ranks, tokens, topk, experts, plan.hidden, hint,
+                                                 plan.num_topk_idx_bits) if not row[4])
     return Summary(num_bytes=hint + workspace, num_bytes_needed=needed + workspace,
                    binding="dispatch receive buffer" if dispatch >= combine else "combine reduce buffer",
                    broken=broken)

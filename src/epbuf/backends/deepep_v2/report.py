@@ -50,6 +50,9 @@ def report(plan) -> Report:
     ``allow_hybrid_mode``, ``allow_multiple_reduction``, ``scaleup_is_nvlink`` and
     ``version``.
 
+    ``num_topk_idx_bits`` does not enter: records hold 32-bit top-k indices whatever width
+    ``topk_idx_t`` has (``layout.cuh:181 @dd758ca``), and dispatch accepts the build's own width.
+
     A plan the size functions evaluate gets its sizes even when a later step refuses it:
     ranks above 1024, experts above 2048, not divisible by the ranks or above 256 (512 in
     ``"refactor"``) per rank, top-k above 32, kernel limits — each a limit with ``ok=False``
@@ -58,7 +61,7 @@ def report(plan) -> Report:
     Raises:
         InvalidArgumentError: not a :class:`~epbuf.plan.Plan`; an unknown version; what the
             size functions assert (hidden bytes a multiple of 32, worst-case SF bytes <=
-            hidden); int32 overflow in their arithmetic.
+            hidden); int32 overflow in their arithmetic; sizes beyond int64.
     """
     shape = _plan_shape(plan)
     gen, domain = shape.gen, shape.domain
