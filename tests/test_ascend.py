@@ -323,3 +323,43 @@ def test_sizes_beyond_int64_are_invalid():
 
     with pytest.raises(InvalidArgumentError, match="beyond int64"):
         summarize(huge, "ascend")
+
+
+@st.composite
+def any_plan(draw):
+    """Plans valid and not: ranks and top-k within and beyond upstream's limits, experts that divide
+    the ranks or not, token counts up to int32, hidden sizes whose int products overflow, SF-pack
+    overrides and 32-bit topk_idx builds."""
+    ranks = draw(st.one_of(st.integers(1, 256), st.integers(257, 4096)))
+    return Plan(
+        hidden=draw(st.one_of(st.integers(1, 16384), st.sampled_from([7000, 2**30 + 32, 2**31 - 1]))),
+        num_topk=draw(st.one_of(st.integers(0, 32), st.integers(33, 64), st.just(2**28))),
+        num_experts=draw(st.one_of(st.integers(1, 4).map(lambda k: k * ranks), st.integers(1, 5000))),
+        num_redundant_experts=draw(st.sampled_from([0, 0, 16, 31])),
+        num_ranks=ranks,
+        num_max_tokens_per_rank=draw(st.one_of(st.integers(1, 1 << 16), st.integers(1, 2**31 - 1))),
+        use_fp8_dispatch=draw(st.booleans()),
+        num_sf_packs=draw(st.one_of(st.none(), st.integers(0, 4096), st.just(2**30))),
+        num_topk_idx_bits=draw(st.sampled_from([None, 32, 64])),
+    )
+
+
+def _summary_or_error(fn, p):
+    try:
+        return fn(p)
+    except InvalidArgumentError as error:
+        return type(error), str(error)
+
+
+@settings(max_examples=300, deadline=None)
+@given(p=any_plan())
+def test_summarize_equals_summary_of_report(p):
+    """The sweep's fast path gives exactly the full report's summary, or raises exactly its error;
+    a plan is invalid only for int/int64 overflow, never for a limit a later step enforces."""
+    from epbuf.plan import summarize
+    from epbuf.report import summary_of
+
+    expected = _summary_or_error(lambda q: summary_of(report(q, "ascend")), p)
+    assert _summary_or_error(lambda q: summarize(q, "ascend"), p) == expected
+    if isinstance(expected, tuple):
+        assert "int32" in expected[1] or "int64" in expected[1]

@@ -680,8 +680,9 @@ def any_plan(draw):
     def pick(usual, unusual):
         return draw(st.one_of(usual, unusual) if wide else usual)
 
-    version = pick(st.sampled_from([None, "2026-04", "2026-07", "refactor", "b306af0", "dd758ca", "latest"]),
-                   st.just("v9"))
+    version = pick(st.sampled_from([None, "2026-04", "2026-07", "refactor", "b306af0", "dd758ca", "latest",
+                                    "5616959", "4f77720db4a4", "855fa9d"]),
+                   st.sampled_from(["v9", "6757592", "0000000"]))
     nvl = draw(st.sampled_from([None, 1, 2, 4, 8, 16]))
     if nvl is None:
         ranks = pick(st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128]), st.integers(1, 2048))
