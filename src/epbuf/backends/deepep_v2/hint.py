@@ -28,6 +28,14 @@ __all__ = ["calculate_buffer_size", "calculate_buffer_size_logical", "get_buffer
            "check_hint_arguments", "Sizes", "sizes", "ep_buffer_num_bytes"]
 
 
+def check_flag(c: Checker, argument: str, value: object) -> bool:
+    """``value`` is ``True`` or ``False`` (a C++ ``bool`` upstream), else a problem in ``c``."""
+    if type(value) is bool:
+        return True
+    c.add(argument, value, "must be True or False")
+    return False
+
+
 def check_tokens(c: Checker, num_max_tokens_per_rank: int) -> bool:
     """``EP_HOST_ASSERT(num_max_tokens_per_rank > 0)``, an int."""
     return c.int_range("num_max_tokens_per_rank", num_max_tokens_per_rank, 1, INT32_MAX,
@@ -48,9 +56,8 @@ def check_hint_arguments(c: Checker, num_max_tokens_per_rank: int | None, hidden
     tokens_ok = not token_checks or check_tokens(c, num_max_tokens_per_rank)
     hidden_ok = c.int_range("hidden", hidden, 1, INT32_MAX, "EP_HOST_ASSERT(hidden > 0), an int")
     topk_ok = c.int_range("num_topk", num_topk, 0, INT32_MAX, "0 means 32")
-    fp8_ok = type(use_fp8_dispatch) is bool or c.add("use_fp8_dispatch", use_fp8_dispatch, "must be True or False")
-    amr_ok = type(allow_multiple_reduction) is bool or c.add("allow_multiple_reduction", allow_multiple_reduction,
-                                                             "must be True or False")
+    fp8_ok = check_flag(c, "use_fp8_dispatch", use_fp8_dispatch)
+    amr_ok = check_flag(c, "allow_multiple_reduction", allow_multiple_reduction)
     if hidden_ok and ceil_div(hidden, HINT_SF_GRANULARITY) * SF_PACK_BYTES > hidden:
         c.add("hidden", hidden, "EP_HOST_ASSERT(ceil_div(hidden, 32) * sizeof(float) <= hidden) "
                                 "(worst-case SF bytes must not exceed the hidden size)")
@@ -186,8 +193,7 @@ def calculate_buffer_size(num_ranks: int, num_nvl_ranks: int, num_max_tokens_per
     if problem is not None:
         c.problems.append(problem)
     domain_ok = check_domain(c, num_ranks, num_nvl_ranks)
-    hybrid_ok = type(allow_hybrid_mode) is bool or c.add("allow_hybrid_mode", allow_hybrid_mode,
-                                                         "must be True or False")
+    hybrid_ok = check_flag(c, "allow_hybrid_mode", allow_hybrid_mode)
     logical = None
     if domain_ok and hybrid_ok:
         d = logical_domain(num_ranks, num_nvl_ranks, allow_hybrid_mode)
@@ -245,8 +251,7 @@ def calculate_buffer_size_logical(num_scaleout_ranks: int, num_scaleup_ranks: in
         c.add("num_scaleup_ranks", num_scaleup_ranks,
               f"num_ranks = {num_scaleout_ranks} x {num_scaleup_ranks} must fit int32")
         ok = False
-    ok = (type(is_scaleup_nvlink) is bool or c.add("is_scaleup_nvlink", is_scaleup_nvlink, "must be True or False")) \
-        and ok
+    ok = check_flag(c, "is_scaleup_nvlink", is_scaleup_nvlink) and ok
     gen = lookup(version)[0] or DEFAULT_GENERATION
     check_hint_arguments(c, num_max_tokens_per_rank, hidden, num_topk, use_fp8_dispatch,
                          (num_scaleout_ranks, num_scaleup_ranks, is_scaleup_nvlink) if ok else None,
