@@ -9,6 +9,7 @@ then pinned here as literals.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -169,27 +170,73 @@ def test_sf_pack_override_larger_than_hint_is_an_error_finding():
     assert r.buffer("EP buffer").num_bytes_needed > r.buffer("EP buffer").num_bytes
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "needle"),
-    [
-        ({"ranks": 512, "experts": 512}, "--ranks (num_ranks) = 512: allowed 1..256"),
-        ({"topk": 33}, "--topk (num_topk) = 33: allowed 0..32"),
-        ({"experts": 4096, "ranks": 8}, "--experts (num_experts) = 4096: allowed 1..2048"),
-        ({"experts": 100, "ranks": 8}, "must be divisible by num_ranks = 8"),
-        ({"experts": 2040, "ranks": 8, "num_redundant_experts": 16}, "= 2056: allowed 1..2048 including redundant"),
-    ],
-)
-def test_invalid_arguments(kwargs, needle):
-    with pytest.raises(InvalidArgumentError) as info:
+# Plans the size functions evaluate but a later step refuses (dispatch's EP_HOST_ASSERT(num_experts %
+# num_ranks == 0), EPB:139; kernel limits; signal arrays sized by kNumMaxRanks / kNumMaxExperts): the
+# sizes, every broken limit with ok=False and an ascend.kernel-limit error finding each.
+REFUSED_LATER = [
+    ({"ranks": 512, "experts": 512}, [("num_ranks", 512, 256), ("num_ranks (8-bit reduction arrival count)", 512, 255)]),
+    ({"topk": 33}, [("num_topk", 33, 32)]),
+    ({"experts": 4096, "ranks": 8}, [("num_experts", 4096, 2048), ("num_experts (dispatch SIMT worker)", 4096, 512)]),
+    ({"experts": 100, "ranks": 8}, [("num_experts % num_ranks", 4, 0)]),
+    ({"experts": 2040, "ranks": 8, "num_redundant_experts": 16},
+     [("num_experts", 2056, 2048), ("num_experts (dispatch SIMT worker)", 2056, 512)]),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "broken"), REFUSED_LATER)
+def test_refused_later_are_error_findings_with_sizes(kwargs, broken):
+    p = plan(**kwargs)
+    r = report(p)
+    assert [(lim.name, lim.value, lim.bound) for lim in r.failed_limits()] == broken
+    findings = [f for f in r.findings if f.code == "ascend.kernel-limit"]
+    assert [f.data["limit"] for f in findings] == [name for name, _, _ in broken]
+    assert all(f.severity == "error" for f in findings)
+    assert r.buffer("EP buffer").num_bytes == ascend.calculate_buffer_size(
+        p.num_ranks, p.num_max_tokens_per_rank, p.hidden, p.num_topk, p.use_fp8_dispatch)
+    from epbuf.plan import summarize
+    from epbuf.report import summary_of
+
+    assert summarize(p, "ascend") == summary_of(r)
+
+
+def test_divisibility_finding_names_the_host_assert():
+    (finding,) = [f for f in report(plan(experts=100, ranks=8)).findings if f.code == "ascend.kernel-limit"]
+    assert "csrc/buffers/ep.hpp:139 EP_HOST_ASSERT(num_experts % context->num_ranks == 0)" in finding.message
+    assert finding.data["enforced"] == "host"
+
+
+def test_32_bit_topk_idx_is_a_broken_limit():
+    """Ascend routes with int64 indices: dispatch asserts topk_idx.scalar_type() == torch::kInt64
+    (EPB:167), so a plan for a 32-bit topk_idx_t build keeps its sizes and breaks that limit."""
+    r = report(plan(num_topk_idx_bits=32))
+    assert [(lim.name, lim.value, lim.bound) for lim in r.failed_limits()] == [("topk_idx bits", 32, 64)]
+    assert r.num_bytes == report(plan()).num_bytes == report(plan(num_topk_idx_bits=64)).num_bytes
+    assert not report(plan(num_topk_idx_bits=64)).failed_limits()
+    from epbuf.plan import summarize
+
+    assert summarize(plan(num_topk_idx_bits=32), "ascend").broken == ("topk_idx bits",)
+
+
+def test_all_broken_limits_collected_in_one_report():
+    r = report(plan(ranks=300, topk=40, experts=300))
+    assert {"num_ranks", "num_ranks (8-bit reduction arrival count)", "num_topk"} <= {
+        lim.name for lim in r.failed_limits()}
+
+
+@pytest.mark.parametrize(("kwargs", "needle"), [
+    # Beyond the int upstream computes in: hidden x element size, a record stride (TOK:36-43).
+    ({"hidden": 2**30 + 32, "fp8": False}, "--hidden (hidden) = 1073741856: hidden x element size = 2147483712"),
+    ({"hidden": 2**30 + 32, "fp8": True}, "the combine record of 2147483744 bytes must fit int32"),
+    ({"hidden": 7168, "num_sf_packs": 2**30}, "--sf-packs (num_sf_packs) = 1073741824: the dispatch record"),
+    ({"topk": 2**28}, "--topk (num_topk) = 268435456: the dispatch record"),
+])
+def test_int_overflow_is_invalid(kwargs, needle):
+    with pytest.raises(InvalidArgumentError, match=re.escape(needle)):
         report(plan(**kwargs))
-    assert needle in str(info.value)
-    assert isinstance(info.value, ValueError)
+    from epbuf.plan import summarize
 
-
-def test_all_problems_collected_in_one_error():
-    with pytest.raises(InvalidArgumentError) as info:
-        report(plan(ranks=300, topk=40, experts=300))
-    assert {p.argument for p in info.value.problems} == {"num_ranks", "num_topk"}
+    with pytest.raises(InvalidArgumentError, match=re.escape(needle)):
+        summarize(plan(**kwargs), "ascend")
 
 
 def test_slot_offsets():
@@ -276,3 +323,43 @@ def test_sizes_beyond_int64_are_invalid():
 
     with pytest.raises(InvalidArgumentError, match="beyond int64"):
         summarize(huge, "ascend")
+
+
+@st.composite
+def any_plan(draw):
+    """Plans valid and not: ranks and top-k within and beyond upstream's limits, experts that divide
+    the ranks or not, token counts up to int32, hidden sizes whose int products overflow, SF-pack
+    overrides and 32-bit topk_idx builds."""
+    ranks = draw(st.one_of(st.integers(1, 256), st.integers(257, 4096)))
+    return Plan(
+        hidden=draw(st.one_of(st.integers(1, 16384), st.sampled_from([7000, 2**30 + 32, 2**31 - 1]))),
+        num_topk=draw(st.one_of(st.integers(0, 32), st.integers(33, 64), st.just(2**28))),
+        num_experts=draw(st.one_of(st.integers(1, 4).map(lambda k: k * ranks), st.integers(1, 5000))),
+        num_redundant_experts=draw(st.sampled_from([0, 0, 16, 31])),
+        num_ranks=ranks,
+        num_max_tokens_per_rank=draw(st.one_of(st.integers(1, 1 << 16), st.integers(1, 2**31 - 1))),
+        use_fp8_dispatch=draw(st.booleans()),
+        num_sf_packs=draw(st.one_of(st.none(), st.integers(0, 4096), st.just(2**30))),
+        num_topk_idx_bits=draw(st.sampled_from([None, 32, 64])),
+    )
+
+
+def _summary_or_error(fn, p):
+    try:
+        return fn(p)
+    except InvalidArgumentError as error:
+        return type(error), str(error)
+
+
+@settings(max_examples=300, deadline=None)
+@given(p=any_plan())
+def test_summarize_equals_summary_of_report(p):
+    """The sweep's fast path gives exactly the full report's summary, or raises exactly its error;
+    a plan is invalid only for int/int64 overflow, never for a limit a later step enforces."""
+    from epbuf.plan import summarize
+    from epbuf.report import summary_of
+
+    expected = _summary_or_error(lambda q: summary_of(report(q, "ascend")), p)
+    assert _summary_or_error(lambda q: summarize(q, "ascend"), p) == expected
+    if isinstance(expected, tuple):
+        assert "int32" in expected[1] or "int64" in expected[1]

@@ -325,14 +325,11 @@ def test_domain_rejects_uneven_split():
 
 # --- limits ---------------------------------------------------------------------------------
 @pytest.mark.parametrize(("kwargs", "needles"), [
-    (dict(ranks=2048, experts=2048), ["--ranks", "allowed 1..1024"]),
-    (dict(experts=4096), ["--experts", "2048"]),
-    (dict(experts=100), ["--experts", "divisible by num_ranks = 8"]),
-    (dict(ranks=4, experts=2048, version="2026-07"), ["--experts", "512 experts per rank", "<= 256"]),
-    (dict(ranks=2, experts=2048), ["--experts", "1024 experts per rank", "<= 512"]),
+    # Refused by the size functions themselves: TokenLayout's EP_UNIFIED_ASSERT (layout.cuh:198 @dd758ca) ...
     (dict(hidden=7000), ["--hidden", "7000 x 1 = 7000", "multiple of 32"]),
     (dict(hidden=7000, fp8=False), ["--hidden", "7000 x 2 = 14000", "multiple of 32"]),
     (dict(hidden=2064), ["--hidden", "hidden % 32 == 0"]),
+    # ... or beyond the int they compute in (BufferLayout's token count, TokenLayout::get_num_bytes).
     (dict(ranks=32, tokens=2**31 - 1000), ["--tokens", "must fit int32"]),
     (dict(tokens=2**27, topk=32, allow_multiple_reduction=False), ["--tokens", "tokens x num_topk"]),
     (dict(hidden=2**30, fp8=False), ["--hidden", "must fit int32"]),
@@ -344,17 +341,62 @@ def test_invalid_arguments(kwargs, needles):
         assert needle in str(info.value)
 
 
+# Plans the size functions evaluate but WorkspaceLayout's constructor asserts against later (the buffer
+# constructor for the rank count, dispatch for the experts; layout.cuh:37-40 @dd758ca, workspace.cuh:43-46
+# @def8651): sizes, the limit with ok=False, and an error finding naming the assertion.
+REFUSED_LATER = [
+    (dict(ranks=2048, experts=2048), [("num_ranks", 2048, 1024), ("num_scaleout_ranks (hybrid kernels)", 256, 32)],
+     "workspace.cuh:44"),
+    (dict(experts=4096), [("num_experts", 4096, 2048)], "workspace.cuh:45"),
+    (dict(experts=100), [("num_experts % num_ranks", 4, 0)], "workspace.cuh:43"),
+    (dict(ranks=4, experts=2048, version="2026-07"), [("num_experts_per_rank", 512, 256)], "layout.cuh:40 @dd758ca"),
+    (dict(ranks=2, experts=2048), [("num_experts_per_rank", 1024, 512)], "workspace.cuh:46"),
+    (dict(ranks=2048, experts=2048, version="2026-04"), [("num_ranks", 2048, 1024),
+                                                         ("num_scaleout_ranks (hybrid kernels)", 256, 32)],
+     "layout.cuh:38 @b306af0"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "broken", "source"), REFUSED_LATER)
+def test_refused_later_are_error_findings_with_sizes(kwargs, broken, source):
+    p = plan(**kwargs)
+    r = v2.report(p)
+    assert [(lim.name, lim.value, lim.bound) for lim in r.failed_limits()] == broken
+    findings = [f for f in r.findings if f.code == "deepep-v2.kernel-limit"]
+    assert [f.data["limit"] for f in findings] == [name for name, _, _ in broken]
+    assert source in findings[0].message and findings[0].data["enforced"] == "host"
+    assert "refuses this plan" in findings[0].message
+    # The sizes are the size functions' own: the expert count is not one of their inputs.
+    nvl = p.ranks_per_node
+    assert r.buffer("EP buffer").num_bytes == v2.calculate_buffer_size(
+        p.num_ranks, nvl, p.num_max_tokens_per_rank, p.hidden, p.num_topk, p.use_fp8_dispatch, True, True,
+        version=p.version)
+    assert v2.summarize(p) == summary_of(r)
+
+
 def test_experts_per_rank_512_is_fine_in_refactor_only():
-    assert v2.report(plan(ranks=4, experts=2048)).inputs["num_experts"] == 2048
-    with pytest.raises(InvalidArgumentError):
-        v2.report(plan(ranks=4, experts=2048, version="2026-07"))
+    assert not v2.report(plan(ranks=4, experts=2048)).failed_limits()
+    r = v2.report(plan(ranks=4, experts=2048, version="2026-07"))
+    assert [lim.name for lim in r.failed_limits()] == ["num_experts_per_rank"]
+    assert r.buffer("EP buffer").num_bytes == v2.report(plan(ranks=4, experts=2048)).buffer("EP buffer").num_bytes
 
 
 def test_redundant_experts_count():
-    with pytest.raises(InvalidArgumentError, match="divisible"):
-        v2.report(plan(experts=256, num_redundant_experts=4))
+    r = v2.report(plan(experts=256, num_redundant_experts=4))
+    assert [(lim.name, lim.value) for lim in r.failed_limits()] == [("num_experts % num_ranks", 260 % 8)]
     r = v2.report(plan(experts=256, num_redundant_experts=32))
     assert next(lim for lim in r.limits if lim.name == "num_experts").value == 288
+
+
+def test_multiple_reduction_never_multiplies_tokens_by_topk():
+    """Direct combine's send buffer holds T x (amr ? 1 : topk) tokens (buffer.hpp:626-630 @dd758ca): with
+    multiple reduction T x 32 may exceed int32, nothing upstream computes it. 8 ranks on NVLink, T = 2^27,
+    top-32: combine = min(8, 32) x 2^27 x 14592 (B record: 14336 + 256) = 15,668,040,695,808 B."""
+    r = v2.report(plan(tokens=2**27, topk=32))
+    assert r.quantity("combine_num_bytes") == 8 * 2**27 * 14592 == 15_668_040_695_808
+    assert not r.failed_limits()
+    with pytest.raises(InvalidArgumentError, match="tokens x num_topk"):
+        v2.report(plan(tokens=2**27, topk=32, allow_multiple_reduction=False))
 
 
 def test_hint_worst_case_sf_assert():
@@ -366,9 +408,10 @@ def test_hint_worst_case_sf_assert():
 
 
 def test_all_problems_collected_in_one_error():
+    """The version and the hidden size are both refused; the experts (not divisible) are a finding."""
     with pytest.raises(InvalidArgumentError) as info:
         v2.report(plan(experts=100, hidden=7000, version="v9"))
-    assert [p.argument for p in info.value.problems] == ["version", "num_experts", "hidden"]
+    assert [p.argument for p in info.value.problems] == ["version", "hidden"]
 
 
 NOTIFY = "num_scaleup_ranks + num_experts_per_rank (hybrid notify threads)"
@@ -568,6 +611,11 @@ def test_summary_examples():
     (dict(ranks=16, experts=2048), [NOTIFY]),
     (dict(ranks=1024, experts=1024, tokens=2**21, allow_hybrid_mode=False),
      ["ranks x tokens (int source global index)"]),
+    # WorkspaceLayout's host assertions (errors before the one rule, now limits like the kernels').
+    (dict(ranks=2048, experts=2048), ["num_ranks", "num_scaleout_ranks (hybrid kernels)"]),
+    (dict(experts=4096), ["num_experts"]),
+    (dict(experts=100), ["num_experts % num_ranks"]),
+    (dict(ranks=4, experts=2048, version="2026-07"), ["num_experts_per_rank"]),
     # Several at once, in report order: top-k and hidden before ranks x tokens, the hybrid ones after.
     (dict(ranks=1024, experts=1024, tokens=2**21, topk=40, hidden=2880, num_ranks_per_node=8),
      ["num_topk", "hidden % 256 (combine kernels)", "ranks x tokens (int source global index)",
@@ -580,8 +628,7 @@ def test_summary_broken_limits(kwargs, limits):
 
 
 @pytest.mark.parametrize("kwargs", [
-    dict(ranks=2048, experts=2048), dict(experts=4096), dict(experts=100), dict(hidden=7000), dict(hidden=2064),
-    dict(ranks=4, experts=2048, version="2026-07"), dict(ranks=32, tokens=2**31 - 1000),
+    dict(hidden=7000), dict(hidden=2064), dict(ranks=32, tokens=2**31 - 1000),
     dict(tokens=2**27, topk=32, allow_multiple_reduction=False), dict(hidden=2**30, fp8=False),
     dict(experts=100, hidden=7000, version="v9"), dict(ranks=12, experts=384), dict(version=7),
     dict(ranks=32, tokens=2**31 - 1000, experts=100, version="v9"),
@@ -633,8 +680,9 @@ def any_plan(draw):
     def pick(usual, unusual):
         return draw(st.one_of(usual, unusual) if wide else usual)
 
-    version = pick(st.sampled_from([None, "2026-04", "2026-07", "refactor", "b306af0", "dd758ca", "latest"]),
-                   st.just("v9"))
+    version = pick(st.sampled_from([None, "2026-04", "2026-07", "refactor", "b306af0", "dd758ca", "latest",
+                                    "5616959", "4f77720db4a4", "855fa9d"]),
+                   st.sampled_from(["v9", "6757592", "0000000"]))
     nvl = draw(st.sampled_from([None, 1, 2, 4, 8, 16]))
     if nvl is None:
         ranks = pick(st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128]), st.integers(1, 2048))
@@ -668,3 +716,85 @@ def test_summarize_equals_summary_of_report(p):
     assert summary_or_error(v2.summarize, p) == summary_or_error(lambda q: summary_of(v2.report(q)), p)
     assert summary_or_error(v2.summarize, p) == summary_or_error(v2.summarize, p)  # again, from the cache
 
+
+
+# --- commit ids -------------------------------------------------------------------------------
+@pytest.mark.parametrize(("commit", "generation"), [
+    ("b306af06afd412c88e51e71802951606e40b7358", "2026-04"),  # first release, full id
+    ("4f77720", "2026-04"),  # pull-request branch off b306af0 (RDMA-only topology), same size arithmetic
+    ("a422b5a3693f", "2026-07"),  # #637: both 2 MiB roundings
+    ("5616959", "2026-07"),  # main, 2026-05-21
+    ("dd758caf451848bd150e1046af3d0a73e5fff38d", "2026-07"),
+    ("DD758CAF4518", "2026-07"),  # hex is case-insensitive
+    ("1a1ffbac1f9ba94e1f731f7647b5d6353fb38ade", "refactor"),
+    ("def865146e95", "refactor"),
+    ("855fa9d", "refactor"),  # known by its short id only
+    ("13b3aba", "refactor"),  # a prefix of the short id 13b3abaa
+])
+def test_commit_ids_map_to_generations(commit, generation):
+    assert v2.get_generation(commit).id == generation
+    assert v2.report(plan(version=commit)).inputs["version"] == generation
+
+
+def test_commit_table_is_well_formed():
+    """Every commit of the snapshot whose tree holds csrc/elastic/buffer.hpp is in the table, once."""
+    from epbuf.backends.deepep_v2.commits import COMMITS, DIFFERENT, SHORT_IDS
+
+    assert all(len(c) == 40 and int(c, 16) >= 0 for c in (*COMMITS, *DIFFERENT))
+    assert set(COMMITS.values()) == set(v2.VERSIONS) and set(SHORT_IDS.values()) <= set(v2.VERSIONS)
+    assert not set(COMMITS) & set(DIFFERENT)
+    assert sum(1 for g in COMMITS.values() if g != "refactor") + len(DIFFERENT) == 121
+    assert len({c[:7] for c in (*COMMITS, *DIFFERENT)}) == len(COMMITS) + len(DIFFERENT)  # 7 digits suffice
+
+
+@pytest.mark.parametrize(("commit", "needle"), [
+    ("6757592", "match no generation epbuf follows (unmerged branch: the hint adds an experimental direct recv_x"),
+    ("35fd2654daacbf9627ef606cc47dcdf3f075570b", "calculate_buffer_size takes has_nvlink"),
+    ("0000000", "commit '0000000' is not among the"),
+    ("4623c67", "is not among the"),  # a V1-only commit: V2 did not exist yet
+    ("dd758c", "unknown DeepEP V2 version"),  # six digits are not a commit id
+])
+def test_unknown_or_different_commits(commit, needle):
+    with pytest.raises(InvalidArgumentError) as info:
+        v2.get_generation(commit)
+    text = str(info.value)
+    assert needle in text and text.count("\n") == 0
+    assert "choose one of 2026-04, 2026-07, refactor" in text and "or a commit id" in text
+
+
+# --- the logical-topology entry point ------------------------------------------------------------
+@given(version=versions, nodes=st.integers(1, 8), nvl=st.sampled_from([1, 2, 4, 8]), tokens=tokens_st,
+       hidden=hidden_fp8, topk=topks, fp8=st.booleans(), hybrid=st.booleans(), amr=st.booleans())
+def test_logical_entry_point_equals_physical(version, nodes, nvl, tokens, hidden, topk, fp8, hybrid, amr):
+    """calculate_buffer_size(N, nvl, ...) == calculate_buffer_size_logical(*logical domain, ...): the
+    physical entry point is the topology step (nccl.cu:49-60, buffer.hpp:666-668) and then the logical one."""
+    d = v2.logical_domain(nodes * nvl, nvl, hybrid)
+    assert v2.calculate_buffer_size(nodes * nvl, nvl, tokens, hidden, topk, fp8, hybrid, amr, version=version) == \
+        v2.calculate_buffer_size_logical(d.num_scaleout_ranks, d.num_scaleup_ranks, d.is_scaleup_nvlink, tokens,
+                                         hidden, topk, fp8, amr, version=version)
+
+
+def test_logical_entry_point_examples():
+    """docs/derivations/deepep_v2.md §C.1 (c) hybrid and §C.2 (c) with hybrid mode off; the no-NVLink
+    domain (8, 1) of test_no_nvlink_domain; errors as calculate_buffer_size's."""
+    assert v2.calculate_buffer_size_logical(4, 8, True, 4096, 7168, 8, True, True) == 2_434_793_472
+    assert v2.calculate_buffer_size_logical(1, 32, False, 4096, 7168, 8, True, True) == 2_359_296_000
+    assert v2.calculate_buffer_size_logical(8, 1, True, 4096, 7168, 8, True, True, version="2026-07") == 1_564_475_392
+    with pytest.raises(InvalidArgumentError, match=r"ceil_div\(hidden, 32\)"):
+        v2.calculate_buffer_size_logical(1, 8, True, 4096, 3, 8, True, True)
+    with pytest.raises(InvalidArgumentError, match="num_ranks = 65536 x 65536 must fit int32"):
+        v2.calculate_buffer_size_logical(65536, 65536, True, 4096, 7168, 8, True, True)
+
+
+def test_ranks_per_node_without_nvlink_is_said_to_be_unused():
+    """Upstream reads the LSA team size, never a node size: with scaleup_is_nvlink=False the LSA
+    team is one rank, so an explicit num_ranks_per_node changes nothing, and the report says so."""
+    r = v2.report(plan(ranks=16, experts=128, num_ranks_per_node=8, scaleup_is_nvlink=False))
+    (finding,) = [f for f in r.findings if f.code == "deepep-v2.ranks-per-node-unused"]
+    assert finding.severity == "warning" and finding.data == {"num_ranks_per_node": 8, "num_nvl_ranks": 1}
+    same = v2.report(plan(ranks=16, experts=128, num_ranks_per_node=4, scaleup_is_nvlink=False))
+    assert same.num_bytes == r.num_bytes and (r.inputs["num_rdma_ranks"], r.inputs["num_nvl_ranks"]) == (16, 1)
+    for quiet in (plan(ranks=16, experts=128, scaleup_is_nvlink=False),
+                  plan(ranks=16, experts=128, num_ranks_per_node=1, scaleup_is_nvlink=False),
+                  plan(ranks=16, experts=128, num_ranks_per_node=8)):
+        assert "deepep-v2.ranks-per-node-unused" not in {f.code for f in v2.report(quiet).findings}

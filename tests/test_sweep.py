@@ -60,9 +60,17 @@ def test_summarize_equals_summary_of_report():
 
 
 def test_rejected_configurations_become_rows_with_the_error():
-    result = sweep(BASE, {"num_ranks": [8, 512]}, ["ascend"])
+    result = sweep(BASE, {"num_topk": [8, 300_000_000]}, ["ascend"])
     bad = dict(zip(COLUMNS, result.rows[1]))
-    assert bad["num_bytes"] is None and "--ranks (num_ranks) = 512" in bad["error"]
+    assert bad["num_bytes"] is None and "--topk (num_topk) = 300000000" in bad["error"]
+
+
+def test_configurations_upstream_refuses_later_are_rows_with_broken_limits():
+    """512 ranks: sizes, and the limits that refuse it (the one rule for plans upstream would refuse)."""
+    result = sweep(BASE, {"num_ranks": [8, 512]}, ["ascend"])
+    row = dict(zip(COLUMNS, result.rows[1]))
+    assert row["error"] == "" and row["num_bytes"] == report(BASE.replace(num_ranks=512), "ascend").num_bytes
+    assert row["broken_limits"].split(";")[:2] == ["num_ranks", "num_ranks (8-bit reduction arrival count)"]
 
 
 def test_axis_value_invalid_for_every_plan_is_one_error():

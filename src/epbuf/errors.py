@@ -8,7 +8,7 @@ print ``str(error)`` as it is and exit with status 2.
     Root of everything below; catch this to guard a configuration.
 ``InvalidArgumentError``
     One or more arguments are malformed or out of the range upstream accepts
-    (e.g. ``num_topk`` above 32, ``num_ranks`` above 256 on Ascend). Carries
+    (e.g. a negative ``hidden``, hidden bytes beyond the int32 upstream computes them in). Carries
     ``problems``: a tuple of :class:`Problem`.
 ``UnknownNameError``
     A model, device, backend or engine name that epbuf does not know.
