@@ -143,6 +143,23 @@ def _add_plan_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
                    help="deepep-v2: the scale-up domain is not NVLink")
     u.add_argument("--num-sms", dest="num_sms", type=_int_arg(">= 2", lo=2),
                    help="deepep-v1: Buffer.num_sms for the default configs (default 20)")
+    o = p.add_argument_group("MORI-EP / pplx-kernels options")
+    o.add_argument("--kernel-type", dest="kernel_type", metavar="NAME",
+                   help="mori-ep: IntraNode, IntraNodeLL, InterNode, InterNodeV1, InterNodeV1LL, AsyncLL; "
+                        "pplx: intranode, internode (default: from the topology)")
+    o.add_argument("--max-total-recv-tokens", dest="max_total_recv_tokens", type=_int_arg(">= 0; 0 means no cap", lo=0),
+                   default=0, help="mori-ep: cap on the tokens one rank receives per dispatch (default 0: no cap)")
+    o.add_argument("--quant-type", dest="quant_type", metavar="NAME", default="none",
+                   help="mori-ep: combine quantization none, fp8_direct_cast, fp8_blockwise, fp4_blockwise (default none)")
+    o.add_argument("--dp-group-size", dest="dp_group_size", type=_int_arg(">= 1"), default=1,
+                   help="pplx: dp_size, the ranks that share one DP group's tokens (attention TP size; default 1)")
+    o.add_argument("--num-scale-bytes", dest="num_scale_bytes", type=_int_arg(">= 0", lo=0),
+                   help="mori-ep, pplx: scale bytes per token (default FP8: ceil(hidden/128) x 4, BF16: 0)")
+    o.add_argument("--max-token-type-size", dest="max_token_type_size", type=_int_arg("1..8"),
+                   help="mori-ep: bytes of the widest token element (default 2, BF16)")
+    o.add_argument("--env", dest="env", metavar="NAME=VALUE", action="append", default=[],
+                   help="an environment variable the library reads (MORI_SHMEM_HEAP_SIZE, MORI_SHMEM_MODE, "
+                        "MORI_EP_COMM, MORI_FP8_COMBINE_SCALE_DIM, NVSHMEM_SYMMETRIC_SIZE); repeatable")
 
 
 def _model_from_args(args: argparse.Namespace):
@@ -223,7 +240,27 @@ def _plan_from_args(args: argparse.Namespace):
         allow_multiple_reduction=args.allow_multiple_reduction,
         scaleup_is_nvlink=args.scaleup_is_nvlink,
         num_sms=args.num_sms,
+        kernel_type=args.kernel_type,
+        max_total_recv_tokens=args.max_total_recv_tokens,
+        quant_type=args.quant_type,
+        dp_group_size=args.dp_group_size,
+        num_scale_bytes=args.num_scale_bytes,
+        max_token_type_size=args.max_token_type_size,
+        env=_env_from_args(args.env),
     )
+
+
+def _env_from_args(items: list[str]) -> tuple:
+    """``--env NAME=VALUE`` options as ``(name, value)`` pairs."""
+    pairs = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            from .errors import InvalidArgumentError, Problem
+
+            raise InvalidArgumentError([Problem("env", item, "use NAME=VALUE, e.g. --env MORI_SHMEM_HEAP_SIZE=8G")])
+        pairs.append((name.strip(), value))
+    return tuple(pairs)
 
 
 def _print_json(data: object) -> None:
