@@ -104,6 +104,15 @@ class EpDispatchCombineConfig(Record):
     quant_type: str = "none"
 
     def __post_init__(self) -> None:
+        ints = (self.world_size, self.hidden_dim, self.scale_dim, self.scale_type_size, self.max_token_type_size,
+                self.max_num_inp_token_per_rank, self.num_experts_per_rank, self.num_experts_per_token,
+                self.max_total_recv_tokens, self.gpu_per_node, self.num_qp_per_pe)
+        if (all(type(x) is int and 0 <= x <= INT32_MAX for x in ints) and 0 not in (
+                self.world_size, self.hidden_dim, self.max_token_type_size, self.max_num_inp_token_per_rank,
+                self.num_experts_per_rank, self.num_experts_per_token, self.gpu_per_node, self.num_qp_per_pe)
+                and self.world_size * self.max_num_inp_token_per_rank + self.world_size <= INT32_MAX
+                and self.kernel_type in KERNEL_TYPES and self.quant_type in QUANT_TYPES):
+            return  # the common case, checked in one pass; the checks below name every problem
         c = Checker()
         ok = all((
             c.int_range("num_ranks", self.world_size, 1, INT32_MAX, "world_size is an int"),

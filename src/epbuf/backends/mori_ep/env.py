@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..._record import Record
 from ...errors import InvalidArgumentError, Problem
 from ...units import GiB, INT32_MAX
@@ -106,7 +108,8 @@ def _positive_int(text: str) -> int | None:
 
 
 def shmem_settings(plan) -> ShmemSettings:
-    """The :class:`ShmemSettings` for ``plan.env``.
+    """The :class:`ShmemSettings` for ``plan.env`` (cached per distinct environment: sweeps ask
+    once per configuration).
 
     Raises:
         InvalidArgumentError: an unreadable ``MORI_SHMEM_HEAP_SIZE`` or a zero-byte heap, or
@@ -114,15 +117,37 @@ def shmem_settings(plan) -> ShmemSettings:
             device-dependent granularity on demand and falls back to the static heap on
             ROCm < 7, ``SHMEM_INIT:273-330``).
     """
+    result = _settings(plan.env)
+    if isinstance(result, InvalidArgumentError):
+        raise result
+    return result
+
+
+@lru_cache(maxsize=256)
+def _settings(env: tuple) -> ShmemSettings | InvalidArgumentError:
+    try:
+        return _parse(env)
+    except InvalidArgumentError as error:
+        return error
+
+
+def _parse(env: tuple) -> ShmemSettings:
+    def value_of(name: str) -> str | None:
+        found = None
+        for key, val in env:
+            if key == name:
+                found = val
+        return found
+
     notes = []
     read = []
-    comm_text = plan.env_value("MORI_EP_COMM")
+    comm_text = value_of("MORI_EP_COMM")
     comm = "shmem"
     if comm_text is not None:
         read.append(("MORI_EP_COMM", comm_text))
         # _ep_comm(): an explicit value wins; only "cco" selects the CCO window (PY:88-99, 361-363)
         comm = "cco" if comm_text.strip().lower() == "cco" else "shmem"
-    mode_text = plan.env_value("MORI_SHMEM_MODE")
+    mode_text = value_of("MORI_SHMEM_MODE")
     mode = "static_heap"
     if mode_text is not None:
         read.append(("MORI_SHMEM_MODE", mode_text))
@@ -139,7 +164,7 @@ def shmem_settings(plan) -> ShmemSettings:
                           f"MORI_SHMEM_MODE={mode_text!r} is not one of isolation, static_heap, vmm_heap (exact "
                           f"spellings): MORI-shmem warns and uses the static heap ({src(SHMEM_INIT, '615-638')})"))
     heap = DEFAULT_STATIC_HEAP_NUM_BYTES
-    heap_text = plan.env_value("MORI_SHMEM_HEAP_SIZE")
+    heap_text = value_of("MORI_SHMEM_HEAP_SIZE")
     if heap_text is not None:
         read.append(("MORI_SHMEM_HEAP_SIZE", heap_text))
         heap, tail = parse_size_string(heap_text)
@@ -151,7 +176,7 @@ def shmem_settings(plan) -> ShmemSettings:
                           f"MORI_SHMEM_HEAP_SIZE={heap_text!r} is read as {heap:,} B: std::stoull stops at {tail!r} "
                           f"({src(SHMEM_INIT, '96-150')})"))
     scale_dim = DEFAULT_BLOCKWISE_SCALE_DIM
-    scale_text = plan.env_value("MORI_FP8_COMBINE_SCALE_DIM")
+    scale_text = value_of("MORI_FP8_COMBINE_SCALE_DIM")
     if scale_text is not None:
         read.append(("MORI_FP8_COMBINE_SCALE_DIM", scale_text))
         parsed = _positive_int(scale_text)

@@ -12,6 +12,8 @@ the same bytes), kernel type ``IntraNode`` on one node and ``InterNodeV1`` acros
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ...errors import InvalidArgumentError, Problem
 from ...report import Buffer, Field, Finding, LimitCheck, Quantity, RecordLayout, Region, Report, Summary
 from ...units import MiB, align, ceil_div, format_bytes, format_int
@@ -39,39 +41,52 @@ def plan_config(plan) -> tuple[EpDispatchCombineConfig, int]:
             divisible by ranks (MORI takes ``num_experts_per_rank``); top-k 0; a token count
             whose ``world_size x tokens`` overflows int32.
     """
-    check_version(plan.version)
-    ranks = plan.num_ranks
+    shape = _token_independent(plan.version, plan.kernel_type, plan.quant_type, plan.num_ranks, plan.ranks_per_node,
+                               plan.num_total_experts, plan.hidden, plan.use_fp8_dispatch, plan.num_scale_bytes)
+    if isinstance(shape, InvalidArgumentError):
+        raise shape
+    kernel, quant, scale_dim, scale_type_size = shape
+    config = EpDispatchCombineConfig(
+        world_size=plan.num_ranks, hidden_dim=plan.hidden, scale_dim=scale_dim, scale_type_size=scale_type_size,
+        max_token_type_size=plan.max_token_type_size or DEFAULT_MAX_TOKEN_TYPE_SIZE,
+        max_num_inp_token_per_rank=plan.num_max_tokens_per_rank,
+        num_experts_per_rank=plan.num_total_experts // plan.num_ranks, num_experts_per_token=plan.num_topk,
+        max_total_recv_tokens=plan.max_total_recv_tokens, kernel_type=kernel, gpu_per_node=plan.ranks_per_node,
+        quant_type=quant)
+    return handle_config(config), plan.max_total_recv_tokens
+
+
+@lru_cache(maxsize=4096)
+def _token_independent(version, kernel_type, quant_type, ranks: int, per_node: int, experts: int, hidden: int,
+                       fp8: bool, num_scale_bytes):
+    """``(kernel type, quant type, scale_dim, scale_type_size)``, or the error that refuses them —
+    what does not depend on the token count, once per shape."""
     problems = []
-    if plan.kernel_type is None:
-        kernel = "IntraNode" if ranks <= plan.ranks_per_node else "InterNodeV1"
+    try:
+        check_version(version)
+    except InvalidArgumentError as error:
+        problems += error.problems
+    if kernel_type is None:
+        kernel = "IntraNode" if ranks <= per_node else "InterNodeV1"
     else:
-        kernel = kernel_type_name(plan.kernel_type)
+        kernel = kernel_type_name(kernel_type)
         if kernel is None:
-            problems.append(Problem("kernel_type", plan.kernel_type,
+            problems.append(Problem("kernel_type", kernel_type,
                                     f"a MORI-EP KernelType: {', '.join(KERNEL_TYPES)} ({src(HDR, '56-63')})"))
-    quant = quant_type_name(plan.quant_type)
+    quant = quant_type_name(quant_type)
     if quant is None:
-        problems.append(Problem("quant_type", plan.quant_type, f"one of {', '.join(QUANT_TYPES)} ({src(PY, '142-149')})"))
-    experts = plan.num_total_experts
+        problems.append(Problem("quant_type", quant_type, f"one of {', '.join(QUANT_TYPES)} ({src(PY, '142-149')})"))
     if experts % ranks:
         problems.append(Problem("num_experts", experts,
                                 f"experts (incl. redundant) must be divisible by num_ranks = {ranks}: MORI-EP takes "
                                 f"num_experts_per_rank ({src(PY, '263')})"))
     if problems:
-        raise InvalidArgumentError(problems)
-    if plan.num_scale_bytes is not None:
-        scale_dim, scale_type_size = plan.num_scale_bytes, 1
-    elif plan.use_fp8_dispatch:
-        scale_dim, scale_type_size = ceil_div(plan.hidden, FP8_SCALE_BLOCK), 4
-    else:
-        scale_dim, scale_type_size = 0, 0
-    config = EpDispatchCombineConfig(
-        world_size=ranks, hidden_dim=plan.hidden, scale_dim=scale_dim, scale_type_size=scale_type_size,
-        max_token_type_size=plan.max_token_type_size or DEFAULT_MAX_TOKEN_TYPE_SIZE,
-        max_num_inp_token_per_rank=plan.num_max_tokens_per_rank, num_experts_per_rank=experts // ranks,
-        num_experts_per_token=plan.num_topk, max_total_recv_tokens=plan.max_total_recv_tokens,
-        kernel_type=kernel, gpu_per_node=plan.ranks_per_node, quant_type=quant)
-    return handle_config(config), plan.max_total_recv_tokens
+        return InvalidArgumentError(problems)
+    if num_scale_bytes is not None:
+        return kernel, quant, num_scale_bytes, 1
+    if fp8:
+        return kernel, quant, ceil_div(hidden, FP8_SCALE_BLOCK), 4
+    return kernel, quant, 0, 0
 
 
 def _memory(config: EpDispatchCombineConfig, settings: ShmemSettings, symmetric: list[tuple[str, int]]):
@@ -100,9 +115,15 @@ def summarize(plan) -> Summary:
     rows = handle_allocations(config, settings.blockwise_scale_dim)
     symmetric = [(name, n) for name, sym, n, _, _ in rows if sym]
     usage, capacity, alignment = _memory(config, settings, symmetric)
-    local = sum(n for _, sym, n, _, _ in rows if not sym) + len(symmetric) * metadata_num_bytes(
-        config.world_size, settings.comm)
-    largest = max(symmetric, key=lambda item: align(item[1], alignment))[0]
+    local_rows = [(name, n) for name, sym, n, _, _ in rows if not sym]
+    local_rows.append(("symmetric-buffer metadata (hipMalloc)",
+                       len(symmetric) * metadata_num_bytes(config.world_size, settings.comm)))
+    local = sum(n for _, n in local_rows)
+    if usage >= local:  # the binding region of the larger buffer (the symmetric one on a tie), as summary_of
+        carved = [("shmem internal sync (shmem init)", INTERNAL_SYNC_NUM_BYTES)] if settings.comm == "shmem" else []
+        largest = max(carved + symmetric, key=lambda item: (item[1] + alignment - 1) & -alignment)[0]
+    else:
+        largest = max(local_rows, key=lambda item: item[1])[0]
     broken = tuple(row[0] for row in limit_rows(config, settings.comm, settings.shmem_mode, usage, capacity)
                    if not row[4])
     return Summary(num_bytes=usage + local, num_bytes_needed=usage + local, binding=largest, broken=broken)
@@ -156,13 +177,15 @@ def _limit_findings(limits: list[LimitCheck]) -> list[Finding]:
     for lim in limits:
         if lim.ok or lim.name.startswith(("symmetric heap usage", "CCO arena usage")):
             continue  # the memory limits have findings of their own, with the numbers
-        bound = "the set" if lim.relation == "in" else format_int(lim.bound)
         consequence = {"kernel": "the kernel's device assertion fails",
                        "host": "the call is refused on the host",
                        "assumed": "nothing checks it: the kernels index out of range"}[lim.enforced]
+        if lim.relation == "in":
+            broken = f"{lim.name}: kernel_type {KERNEL_TYPES[lim.value]} is not one of them"
+        else:
+            broken = f"{lim.name} = {format_int(lim.value)} breaks {lim.relation} {format_int(lim.bound)}"
         out.append(Finding(severity="error", code="mori-ep.limit",
-                           message=f"{lim.name} = {format_int(lim.value)} breaks {lim.relation} {bound} ({lim.source}); "
-                                   f"{consequence}",
+                           message=f"{broken} ({lim.source}); {consequence}",
                            data={"limit": lim.name, "value": lim.value, "bound": lim.bound, "enforced": lim.enforced}))
     return out
 
@@ -238,9 +261,9 @@ def report(plan) -> Report:
         findings.append(Finding(
             severity="info", code="mori-ep.fp8-slot-reserve",
             message=(f"the buffers reserve max_token_type_size = {config.max_token_type_size} B per hidden element "
-                     f"(BF16 combine); an FP8 dispatch writes 1 B, so its transfer records are "
-                     f"{format_int(config.xfer_bytes_per_token(1))} B against {format_int(config.max_xfer_bytes_per_token())} "
-                     f"B reserved ({src(HDR, '203-209')})"),
+                     f"(the BF16 combine); an FP8 dispatch writes 1 B, so a dispatched token moves "
+                     f"{format_int(config.xfer_bytes_per_token(1))} B of the {format_int(config.max_xfer_bytes_per_token())} "
+                     f"B reserved per token ({src(HDR, '174-177,203-209')})"),
             data={"reserved_xfer_bytes": config.max_xfer_bytes_per_token(), "fp8_xfer_bytes": config.xfer_bytes_per_token(1)}))
     findings += _limit_findings(limits)
 
@@ -321,7 +344,8 @@ def _memory_findings(config, settings: ShmemSettings, symmetric, usage: int, cap
             message=(f"the symmetric buffers need {format_int(usage)} B ({format_bytes(usage)}) of the "
                      f"{format_int(capacity)} B ({format_bytes(capacity)}) MORI-shmem static heap: the allocation of "
                      f"{failing} fails ({src(SHMEM_MEM, '35-49')}, then hipMemset in MallocSymm, {CPP}:198-199); set "
-                     f"MORI_SHMEM_HEAP_SIZE={need_mib}M or more; {text_issue}"),
+                     f"MORI_SHMEM_HEAP_SIZE={need_mib}M or more (upstream's own message points at a 2GB default that "
+                     f"is really 4 GiB: mori-ep.heap-error-text)"),
             data={"usage": usage, "heap": capacity, "failing_buffer": failing, "min_heap_mib": need_mib}))
     else:
         out.append(Finding(

@@ -216,7 +216,7 @@ def static_heap_usage(symmetric_sizes: list[int]) -> int:
     buffer carved at shmem init, then every symmetric buffer rounded up to 256 bytes and
     placed first-fit at a 256-byte boundary (``SHMEM_MEM:35-41``, ``VA:55-197``; with no
     frees in between, first-fit packs them end to end)."""
-    return INTERNAL_SYNC_NUM_BYTES + sum(align(n, HEAP_ALIGNMENT) for n in symmetric_sizes)
+    return INTERNAL_SYNC_NUM_BYTES + sum((n + HEAP_ALIGNMENT - 1) & -HEAP_ALIGNMENT for n in symmetric_sizes)
 
 
 def cco_arena_num_bytes(config: EpDispatchCombineConfig) -> int:
@@ -229,7 +229,7 @@ def cco_arena_num_bytes(config: EpDispatchCombineConfig) -> int:
 
 def cco_arena_usage(symmetric_sizes: list[int]) -> int:
     """Bytes the bump allocator takes from the arena: every buffer rounded up to 256 (``CPP:228-235``)."""
-    return sum(align(n, CCO_ALIGNMENT) for n in symmetric_sizes)
+    return sum((n + CCO_ALIGNMENT - 1) & -CCO_ALIGNMENT for n in symmetric_sizes)
 
 
 def metadata_num_bytes(world_size: int, comm: str) -> int:

@@ -9,6 +9,8 @@ combine staging; epbuf reproduces 624002c only.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ...errors import InvalidArgumentError, Problem
 
 __all__ = ["UPSTREAM", "COMMIT", "SHORT", "VERSIONS", "DEFAULT_VERSION", "ALIASES", "check_version", "src"]
@@ -47,8 +49,10 @@ ENV = "include/mori/utils/env_utils.hpp"
 CMAKE = "CMakeLists.txt"
 
 
+@lru_cache(maxsize=None)
 def src(path: str, lines: str) -> str:
-    """``path:lines @624002c`` — the citation form every region, limit and finding uses."""
+    """``path:lines @624002c`` — the citation form every region, limit and finding uses (cached: sweeps
+    build every allocation row for every configuration)."""
     return f"{path}:{lines} @{SHORT}"
 
 

@@ -77,21 +77,16 @@ def summarize(plan) -> Summary:
     """:func:`report`'s totals, binding allocation and broken limits, without byte maps or findings."""
     args = plan_arguments(plan)
     rows = _allocations(args)
+    first = [r for r in rows if r[1] != "local"]
+    local = [r for r in rows if r[1] == "local"]
     if args["kernel"] == "internode":
-        total = needed = 0
-        largest, size = "", -1
-        for name, kind, n, used, _, _ in rows:
-            total += n
-            needed += used
-            if kind == "nvshmem" and n > size:
-                largest, size = name, n
-    else:
-        peer = [r for r in rows if r[1] == "peer"]
-        big = max(peer, key=lambda r: r[2])
-        local = [r for r in rows if r[1] == "local"]
-        total = big[2] + sum(r[2] for r in local)
-        needed = max(r[3] for r in peer) + sum(r[3] for r in local)
-        largest = big[0]
+        first_total, first_needed = sum(r[2] for r in first), sum(r[3] for r in first)
+    else:  # the peer buffer is the larger of its two layouts
+        first_total, first_needed = max(r[2] for r in first), max(r[3] for r in first)
+    local_total = sum(r[2] for r in local)
+    total, needed = first_total + local_total, first_needed + sum(r[3] for r in local)
+    # the binding region of the larger buffer (the first on a tie), as summary_of finds it
+    largest = max(first if first_total >= local_total else local, key=lambda r: r[2])[0]
     broken = tuple(row[0] for row in _limits(args, plan.ranks_per_node) if not row[4])
     return Summary(num_bytes=total, num_bytes_needed=needed, binding=largest, broken=broken)
 
@@ -249,7 +244,9 @@ def _findings(plan, args: dict, rows, first: Buffer, limits: list[LimitCheck]) -
                        "assumed": "nothing checks it: the kernels read or write out of range"}[lim.enforced]
         hint = ""
         if lim.name.endswith("% 16"):
-            hint = "; vLLM rounds both byte counts up to 16 (pplx_hidden_dim_scale_bytes)"
+            hint = (f" (hidden_dim_bytes = {format_int(args['hidden_dim_bytes'])}, hidden_dim_scale_bytes = "
+                    f"{format_int(args['hidden_dim_scale_bytes'])}); vLLM rounds both byte counts up to 16 "
+                    f"(pplx_hidden_dim_scale_bytes)")
         out.append(Finding(severity="error", code="pplx.limit",
                            message=(f"{lim.name} = {format_int(lim.value)} breaks {lim.relation} {format_int(lim.bound)} "
                                     f"({lim.source}); {consequence}{hint}"),

@@ -6,6 +6,8 @@ Every formula in this package cites ``path:line`` in ``ppl-ai/pplx-kernels`` at
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ...errors import InvalidArgumentError, Problem
 
 __all__ = ["UPSTREAM", "COMMIT", "SHORT", "VERSIONS", "DEFAULT_VERSION", "ALIASES", "check_version", "src"]
@@ -35,8 +37,9 @@ CUDA_UTILS = "csrc/core/cuda_utils.h"
 UTILS = "csrc/core/utils.h"
 
 
+@lru_cache(maxsize=None)
 def src(path: str, lines: str) -> str:
-    """``path:lines @12cecfd``."""
+    """``path:lines @12cecfd`` (cached: sweeps build every allocation row per configuration)."""
     return f"{path}:{lines} @{SHORT}"
 
 
