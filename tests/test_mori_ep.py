@@ -83,12 +83,14 @@ def test_example_a_intranode_every_buffer():
                              "nodeRecvTokenNumMemObj", "dispTokOffsetMemObj")] == [256] * 5  # carved in 256 B units
     assert (sym["dispTokIdToSrcTokIdMemObj"], sym["crossDeviceBarrierMemObj"], sym["interNodeChunkFlagMemObj"]) == (
         4194304, 512, 32768)
-    assert rep.buffers[0].num_bytes == 1031965440
+    heap = rep.buffers[0]
+    assert (heap.num_bytes, heap.num_bytes_needed) == (4 * GiB, 1031965440)  # reserved whole; carved
+    assert sym["static heap not used by the handle"] == 4 * GiB - 1031965440 == 3263001856
     local = sizes(rep, 1)
     assert local["symmetric-buffer metadata (hipMalloc)"] == 18 * (136 + 20 * 8) == 5328
     assert local["local_expert_count (torch)"] == 128
     assert rep.buffers[1].num_bytes == 21157364
-    assert rep.num_bytes == rep.num_bytes_needed == 1053122804
+    assert (rep.num_bytes, rep.num_bytes_needed) == (4 * GiB + 21157364, 1053122804)
     assert rep.quantity("max_xfer_bytes_per_token") == 14628
     assert rep.records == ()  # intranode kernels write separate arrays, no per-token record
     assert not rep.failed_limits()
@@ -108,10 +110,10 @@ def test_example_b_internode_v1():
     assert rep.inputs["kernel_type"] == "InterNodeV1" and rep.inputs["gpu_per_node"] == 8
     assert [sym[k] for k in ("dispatchInp", "combineInp", "staging", "dispatchOut", "combineOut", "dispatchStaging")] == [
         7489536, 59916288, 14979072, 58720256, 3670016, 3744768]
-    assert rep.buffers[0].num_bytes == 151280128
+    assert rep.buffers[0].num_bytes_needed == 151280128
     assert sizes(rep, 1)["symmetric-buffer metadata (hipMalloc)"] == 21 * (136 + 20 * 16) == 9576
     assert rep.buffers[1].num_bytes == 1343188
-    assert rep.num_bytes == 152623316
+    assert (rep.num_bytes, rep.num_bytes_needed) == (4 * GiB + 1343188, 152623316)
     (record,) = rep.records
     assert record.num_bytes == 7460
     assert [(f.name, f.offset, f.num_bytes) for f in record.data_fields()] == [
@@ -139,7 +141,7 @@ def test_internode_and_async_ll_allocate_the_worst_case(kernel):
 def test_example_c_cap_findings_with_numbers():
     rep = report(plan(num_max_tokens_per_rank=32768, max_total_recv_tokens=8), "mori-ep")
     assert rep.quantity("max_num_tokens_to_recv") == 8
-    assert rep.buffers[0].num_bytes == 503818240  # the static heap holds it
+    assert rep.buffers[0].num_bytes_needed == 503818240  # the static heap holds it
     codes = {f.code: f for f in rep.findings}
     assert codes["mori-ep.recv-cap"].severity == "warning"
     disagreement = codes["mori-ep.arena-sizing-disagreement"]
@@ -161,7 +163,8 @@ def test_example_c_with_cco_is_an_error():
     assert error.code == "mori-ep.cco-arena-exhausted"
     assert error.data == {"usage": 503817216, "arena": 269123584, "failing_buffer": "combineOut"}
     assert [lim.name for lim in rep.failed_limits()] == ["CCO arena usage (bytes)"]
-    assert rep.buffers[0].name == "symmetric buffers (CCO arena)"
+    assert rep.buffers[0].name == "CCO arena (symmetric buffers)"
+    assert rep.buffers[0].num_bytes == rep.buffers[0].num_bytes_needed == 503817216  # nothing left of the arena
     assert "shmem internal sync (shmem init)" not in sizes(rep)
     assert sizes(rep, 1)["symmetric-buffer metadata (hipMalloc)"] == 18 * (8 * 8 + 136)
 
@@ -212,9 +215,10 @@ def test_heap_default_and_error_text_finding():
 def test_heap_limit_binds_at_17047_tokens():
     """§4: 17,047 tokens use 4,294,892,288 B of the 4 GiB heap; 17,048 need 4,295,144,192."""
     fits = report(plan(num_max_tokens_per_rank=17047), "mori-ep")
-    assert fits.buffers[0].num_bytes == 4294892288 and not fits.failed_limits()
+    assert fits.buffers[0].num_bytes_needed == 4294892288 and not fits.failed_limits()
+    assert fits.buffers[0].num_bytes == 4 * GiB
     over = report(plan(num_max_tokens_per_rank=17048), "mori-ep")
-    assert over.buffers[0].num_bytes == 4295144192
+    assert over.buffers[0].num_bytes == over.buffers[0].num_bytes_needed == 4295144192
     assert [lim.name for lim in over.failed_limits()] == ["symmetric heap usage (bytes, MORI_SHMEM_HEAP_SIZE)"]
     (error,) = [f for f in over.findings if f.severity == "error"]
     # 176,896 B too many: the allocation that crosses the end is InitializeOrderMapBuf's
@@ -306,7 +310,7 @@ def test_invalid_plans_raise_one_line(changes, match):
 def test_version_ids():
     assert mori_ep.DEFAULT_VERSION == "624002c" and list(mori_ep.VERSIONS) == ["624002c"]
     for version in ("624002c", "624002c8", "latest", "624002c897a30928ec04c14fc167bf2b8a93f6ce"):
-        assert report(plan(version=version), "mori-ep").num_bytes == 1053122804
+        assert report(plan(version=version), "mori-ep").num_bytes_needed == 1053122804
 
 
 def test_report_round_trips_through_json():
@@ -339,9 +343,11 @@ def test_summarize_equals_the_report(p):
 def test_monotone_in_tokens(p, more):
     """Every allocation is non-decreasing in num_max_tokens_per_rank, so fit's binary search is exact."""
     small, big = mori_ep.report(p), mori_ep.report(p.replace(num_max_tokens_per_rank=p.num_max_tokens_per_rank + more))
-    assert big.num_bytes >= small.num_bytes
+    assert big.num_bytes >= small.num_bytes and big.num_bytes_needed >= small.num_bytes_needed
+    assert small.num_bytes >= small.num_bytes_needed
     for a, b in zip(small.buffers[0].regions, big.buffers[0].regions):
-        assert (a.name, b.num_bytes >= a.num_bytes) == (b.name, True)
+        if "not used by the handle" not in a.name:  # what the buffers leave of the heap shrinks
+            assert (a.name, b.num_bytes >= a.num_bytes) == (b.name, True)
 
 
 @settings(max_examples=100, deadline=None)
@@ -353,8 +359,9 @@ def test_heap_regions_are_carved_in_256_byte_units(p):
     regions = rep.buffers[0].regions
     assert all(r.num_bytes % 256 == 0 for r in regions)
     (heap,) = [lim for lim in rep.limits if lim.name.startswith("symmetric heap usage")]
-    assert heap.value == rep.buffers[0].num_bytes == sum(r.num_bytes for r in regions)
+    assert heap.value == rep.buffers[0].num_bytes_needed == sum(r.num_bytes_used for r in regions)
     assert heap.ok == (heap.value <= 4 * GiB)
+    assert rep.buffers[0].num_bytes == max(4 * GiB, heap.value)
 
 
 # --- the command line ---------------------------------------------------------------------------
@@ -372,8 +379,9 @@ def run_main(capsys, *argv: str) -> tuple[int, str, str]:
 def test_cli_hint(capsys):
     code, out, err = run_main(capsys, "hint", "--backend", "mori-ep", "--topk", "8")
     assert code == 0 and err == ""
-    for text in ("MORI-EP EpDispatchCombineHandle (IntraNode)", "479,330,304", "1,031,965,440 B (984.16 MiB)",
-                 "Total device allocation: 1,053,122,804 B", "[mori-ep.heap-error-text]", "[mori-ep.static-heap]"):
+    for text in ("MORI-EP EpDispatchCombineHandle (IntraNode)", "479,330,304", "real need:         1,031,965,440 B",
+                 "real need 1,053,122,804 B", "[mori-ep.heap-error-text]", "[mori-ep.static-heap]",
+                 "MORI_SHMEM_HEAP_SIZE=985M is the smallest heap"):
         assert text in out
 
 
@@ -385,7 +393,7 @@ def test_cli_hint_json_and_strict(capsys):
     assert code == 1  # the heap limit is an error finding
     data = json.loads(out)
     assert data["schema"] == "epbuf.report/1" and data["backend"] == "mori-ep"
-    assert data["buffers"][0]["num_bytes"] == 4295144192
+    assert data["buffers"][0]["num_bytes_needed"] == 4295144192
     assert data["device"]["name"] == "AMD Instinct MI300X"
     code, _, _ = run_main(capsys, "hint", "--backend", "mori-ep", "--topk", "8", "--tokens", "17048", "--strict",
                           "--env", "MORI_SHMEM_HEAP_SIZE=8G")
@@ -411,7 +419,7 @@ def test_cli_compare_fit_sweep_layout(capsys, tmp_path):
 
     code, out, _ = run_main(capsys, "compare", "--topk", "8", "--ranks", "16", "--tokens", "256", "--json")
     backends = json.loads(out)["backends"]
-    assert code == 0 and backends["mori-ep"]["num_bytes"] == 152623316 and "deepep-ll" in backends
+    assert code == 0 and backends["mori-ep"]["num_bytes_needed"] == 152623316 and "deepep-ll" in backends
     code, out, _ = run_main(capsys, "compare", "--topk", "8", "--ranks", "16", "--tokens", "256", "--backends",
                             "mori-ep,deepep-ll", "--device", "mi355x")
     assert code == 0 and "mori-ep" in out and "of AMD Instinct MI355X" in out
@@ -421,7 +429,7 @@ def test_cli_compare_fit_sweep_layout(capsys, tmp_path):
     assert result["binding"] == "symmetric heap usage (bytes, MORI_SHMEM_HEAP_SIZE)"
     code, out, _ = run_main(capsys, "sweep", "--topk", "8", "--tokens", "4096,17048", "--backends", "mori-ep", "--json")
     rows = json.loads(out)["rows"]
-    assert code == 0 and [r[7] for r in rows] == [1053122804,
+    assert code == 0 and [r[8] for r in rows] == [1053122804,
                                                    report(plan(num_max_tokens_per_rank=17048), "mori-ep").num_bytes]
     assert rows[1][10] == "symmetric heap usage (bytes, MORI_SHMEM_HEAP_SIZE)"
     svg = tmp_path / "mori.svg"

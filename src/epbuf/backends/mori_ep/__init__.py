@@ -12,8 +12,9 @@ MORI-shmem heap it carves from. Modules:
 
 >>> from epbuf.plan import Plan
 >>> rep = report(Plan(hidden=7168, num_topk=8, num_experts=256, num_ranks=8, num_max_tokens_per_rank=4096))
->>> rep.buffers[0].name, rep.buffers[0].num_bytes
-('symmetric buffers (MORI-shmem static heap)', 1031965440)
+>>> heap = rep.buffers[0]
+>>> heap.name, heap.num_bytes, heap.num_bytes_needed   # reserved whole, carved by the handle
+('MORI-shmem static heap (symmetric buffers)', 4294967296, 1031965440)
 """
 
 from .config import (BLOCKWISE_QUANT_TYPES, KERNEL_TYPES, QUANT_TYPES, EpDispatchCombineConfig, handle_config)

@@ -119,14 +119,22 @@ def summarize(plan) -> Summary:
     local_rows.append(("symmetric-buffer metadata (hipMalloc)",
                        len(symmetric) * metadata_num_bytes(config.world_size, settings.comm)))
     local = sum(n for _, n in local_rows)
-    if usage >= local:  # the binding region of the larger buffer (the symmetric one on a tie), as summary_of
+    reserved = max(usage, capacity)  # the heap or arena is allocated whole
+    if reserved >= local:  # the binding region of the larger buffer (the symmetric one on a tie), as summary_of
         carved = [("shmem internal sync (shmem init)", INTERNAL_SYNC_NUM_BYTES)] if settings.comm == "shmem" else []
-        largest = max(carved + symmetric, key=lambda item: (item[1] + alignment - 1) & -alignment)[0]
+        carved += [(name, (n + alignment - 1) & -alignment) for name, n in symmetric]
+        if capacity:
+            carved.append((_free_name(settings), max(0, capacity - usage)))
+        largest = max(carved, key=lambda item: item[1])[0]
     else:
         largest = max(local_rows, key=lambda item: item[1])[0]
     broken = tuple(row[0] for row in limit_rows(config, settings.comm, settings.shmem_mode, usage, capacity)
                    if not row[4])
-    return Summary(num_bytes=usage + local, num_bytes_needed=usage + local, binding=largest, broken=broken)
+    return Summary(num_bytes=reserved + local, num_bytes_needed=usage + local, binding=largest, broken=broken)
+
+
+def _free_name(settings: ShmemSettings) -> str:
+    return "CCO arena not used by the handle" if settings.comm == "cco" else "static heap not used by the handle"
 
 
 def _records(plan, config: EpDispatchCombineConfig) -> list[RecordLayout]:
@@ -224,10 +232,18 @@ def report(plan) -> Report:
                                   formula="MORI_INTERNAL_SYNC_SIZE = 128 x 8, carved first at shmem init",
                                   source=sync_src))
     sym_regions += [carved(name, n, formula, source) for name, sym, n, formula, source in rows if sym]
+    if capacity:  # the static heap and the CCO arena are allocated whole: what the buffers leave is reserved too
+        free = max(0, capacity - usage)
+        sym_regions.append(Region(
+            name=_free_name(settings), num_bytes=free, num_bytes_used=0,
+            formula=(f"{'arena' if settings.comm == 'cco' else 'MORI_SHMEM_HEAP_SIZE'} {format_int(capacity)} - "
+                     f"{format_int(usage)} carved" if free else f"none: the buffers need {format_int(usage - capacity)} B "
+                     f"more than the {format_int(capacity)} B"),
+            source=src(CPP, "211-226") if settings.comm == "cco" else src(SHMEM_INIT, "219-240")))
     if settings.comm == "cco":
-        sym_name, sym_source = "symmetric buffers (CCO arena)", src(CPP, "195-264")
+        sym_name, sym_source = "CCO arena (symmetric buffers)", src(CPP, "195-264")
     elif settings.shmem_mode == "static_heap":
-        sym_name, sym_source = "symmetric buffers (MORI-shmem static heap)", src(SHMEM_MEM, "35-62")
+        sym_name, sym_source = "MORI-shmem static heap (symmetric buffers)", src(SHMEM_MEM, "35-62")
     else:
         sym_name, sym_source = "symmetric buffers (MORI-shmem isolation mode: one allocation each)", src(SYMM, "93-98")
     sym_buffer = Buffer.combine(sym_name, sym_regions, "sum", 1, source=sym_source)
@@ -352,7 +368,8 @@ def _memory_findings(config, settings: ShmemSettings, symmetric, usage: int, cap
             severity="info", code="mori-ep.static-heap",
             message=(f"MORI-shmem reserves its static heap whole at init: {format_int(capacity)} B ({format_bytes(capacity)}) "
                      f"per GPU (MORI_SHMEM_HEAP_SIZE, {src(SHMEM_INIT, '219-240')}); this handle carves "
-                     f"{format_int(usage)} B of it ({usage / capacity * 100:.1f} %)"),
+                     f"{format_int(usage)} B of it ({usage / capacity * 100:.1f} %): MORI_SHMEM_HEAP_SIZE="
+                     f"{ceil_div(usage, MiB)}M is the smallest heap that holds it"),
             data={"usage": usage, "heap": capacity}))
     out.append(Finding(severity="info", code="mori-ep.heap-error-text", message=text_issue,
                        data={"message_default": "2GB", "default_num_bytes": 4 << 30}))
