@@ -619,7 +619,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="Plan, inspect and explain the communication buffers of expert-parallel MoE "
-                    "dispatch/combine libraries (DeepEP-Ascend, DeepEP V2, DeepEP V1), offline.",
+                    "dispatch/combine libraries (DeepEP-Ascend, DeepEP V2, DeepEP V1, MORI-EP, pplx-kernels), offline.",
     )
     from . import __version__
 
