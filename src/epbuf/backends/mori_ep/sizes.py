@@ -66,26 +66,30 @@ def initialize_shmem_buf(config: EpDispatchCombineConfig, fp8_blockwise_combine_
     xfer = c.max_xfer_bytes_per_token()
     blockwise = c.quant_type in BLOCKWISE_QUANT_TYPES
     bs_dim = fp8_blockwise_combine_scale_dim if blockwise else 0
-    recv_text = (f"MaxNumTokensToRecv {_n(recv)}" if recv == send
-                 else f"MaxNumTokensToRecv {_n(recv)} (capped; uncapped {_n(send)})")
-    xfer_text = (f"MaxXferBytesPerToken {_n(xfer)} (hidden {_n(hidden)} x {tts} + idx {4 * topk} + weights "
-                 f"{4 * topk} + src id 4 + scales {c.scale_bytes()})")
+    # the texts are built only when a report asks (sweeps read the integers alone)
+    def recv_text() -> str:
+        return (f"MaxNumTokensToRecv {_n(recv)}" if recv == send
+                else f"MaxNumTokensToRecv {_n(recv)} (capped; uncapped {_n(send)})")
+
+    def xfer_text() -> str:
+        return (f"MaxXferBytesPerToken {_n(xfer)} (hidden {_n(hidden)} x {tts} + idx {4 * topk} + weights "
+                f"{4 * topk} + src id 4 + scales {c.scale_bytes()})")
 
     combine_out = tokens * hidden * tts  # CPP:303-304
     dispatch_out = recv * hidden * tts  # CPP:305-306
     staging = recv * xfer  # CPP:307-308
     staging_src = src(CPP, "307-308")
-    staging_text = lambda: f"{recv_text} x {xfer_text}"  # noqa: E731
+    staging_text = lambda: f"{recv_text()} x {xfer_text()}"  # noqa: E731
     if c.kernel_type == "IntraNode" and blockwise:  # CPP:309-319
         block_scale_bytes = bs_dim * BLOCKWISE_SCALE_TYPE_SIZE if bs_dim > 0 else 0
         region = c.combine_token_region_bytes()
         staging = recv * (region + c.index_bytes() + c.weight_bytes() + SRC_TOKEN_ID_BYTES + block_scale_bytes)
         staging_src = src(CPP, "309-319")
-        staging_text = lambda: (f"{recv_text} x (CombineTokenRegionBytes {_n(region)} + idx {4 * topk} + weights "  # noqa: E731
+        staging_text = lambda: (f"{recv_text()} x (CombineTokenRegionBytes {_n(region)} + idx {4 * topk} + weights "  # noqa: E731
                                 f"{4 * topk} + src id 4 + blockwise scales {bs_dim} x 4)")
     rows = []
     out_rows = [
-        ("dispatchOut", True, dispatch_out, lambda: f"{recv_text} x hidden {_n(hidden)} x max_token_type_size {tts}",
+        ("dispatchOut", True, dispatch_out, lambda: f"{recv_text()} x hidden {_n(hidden)} x max_token_type_size {tts}",
          src(CPP, "305-306")),
         ("combineOut", True, combine_out, lambda: f"max_num_inp_token_per_rank {_n(tokens)} x hidden {_n(hidden)} "
                                                   f"x max_token_type_size {tts} (not capped)", src(CPP, "303-304")),
@@ -96,43 +100,43 @@ def initialize_shmem_buf(config: EpDispatchCombineConfig, fp8_blockwise_combine_
     elif c.kernel_type in V1_KERNELS:  # CPP:326-341
         nodes = c.num_nodes
         rows.append(("dispatchInp", True, nodes * tokens * xfer,
-                     lambda: f"nodes {nodes} x max_num_inp_token_per_rank {_n(tokens)} x {xfer_text} (not capped)",
+                     lambda: f"nodes {nodes} x max_num_inp_token_per_rank {_n(tokens)} x {xfer_text()} (not capped)",
                      src(CPP, "330-331,336")))
         rows.append(("combineInp", True, staging, staging_text, staging_src))
         rows.append(("staging", True, 2 * nodes * tokens * xfer,
-                     lambda: f"2 x nodes {nodes} x max_num_inp_token_per_rank {_n(tokens)} x {xfer_text} (not capped)",
+                     lambda: f"2 x nodes {nodes} x max_num_inp_token_per_rank {_n(tokens)} x {xfer_text()} (not capped)",
                      src(CPP, "332-333,338")))
         rows += out_rows
         rows.append(("dispatchStaging", True, tokens * xfer,
-                     lambda: f"max_num_inp_token_per_rank {_n(tokens)} x {xfer_text} (not capped)",
+                     lambda: f"max_num_inp_token_per_rank {_n(tokens)} x {xfer_text()} (not capped)",
                      src(CPP, "334-335,341")))
     else:  # InterNode, AsyncLL: "no overflow protection ... allocate to max size" (CPP:342-354)
         full = send * xfer
         for name in ("dispatchInp", "combineInp", "staging"):
-            rows.append((name, True, full, lambda: f"MaxNumTokensToSend {_n(send)} x {xfer_text} (not capped)",
+            rows.append((name, True, full, lambda: f"MaxNumTokensToSend {_n(send)} x {xfer_text()} (not capped)",
                          src(CPP, "347-351")))
         rows += out_rows
 
     weights = recv * topk * WEIGHT_BYTES  # CPP:356-357
     for name in ("shmemInpWeightsMemObj", "shmemDispatchOutWeightsMemObj", "shmemCombineOutWeightsMemObj"):
-        rows.append((name, True, weights, lambda: f"{recv_text} x topk {topk} x 4 (float)", src(CPP, "356-360")))
+        rows.append((name, True, weights, lambda: f"{recv_text()} x topk {topk} x 4 (float)", src(CPP, "356-360")))
     user_scale = recv * c.scale_dim * c.scale_type_size if c.scale_dim > 0 and c.scale_type_size > 0 else 0  # CPP:362-366
     block_scale = recv * bs_dim * BLOCKWISE_SCALE_TYPE_SIZE if blockwise and bs_dim > 0 else 0  # CPP:367-371
     inp_scale = max(user_scale, block_scale)  # CPP:372
     if inp_scale > 0:
         if block_scale > user_scale:
-            text = lambda: (f"max(user scales {_n(user_scale)}, blockwise combine scales {recv_text} x "  # noqa: E731
+            text = lambda: (f"max(user scales {_n(user_scale)}, blockwise combine scales {recv_text()} x "  # noqa: E731
                             f"scale_dim {bs_dim} x 4)")
         else:
-            text = lambda: f"{recv_text} x scale_dim {c.scale_dim} x scale_type_size {c.scale_type_size}"  # noqa: E731
+            text = lambda: f"{recv_text()} x scale_dim {c.scale_dim} x scale_type_size {c.scale_type_size}"  # noqa: E731
         rows.append(("shmemInpScalesMemObj", True, inp_scale, text, src(CPP, "362-375")))
     if user_scale > 0:
         rows.append(("shmemOutScalesMemObj", True, user_scale,
-                     lambda: f"{recv_text} x scale_dim {c.scale_dim} x scale_type_size {c.scale_type_size}",
+                     lambda: f"{recv_text()} x scale_dim {c.scale_dim} x scale_type_size {c.scale_type_size}",
                      src(CPP, "362-366,376-378")))
     indices = recv * topk * INDEX_BYTES  # CPP:380-381
     for name in ("shmemInpIndicesMemObj", "shmemOutIndicesMemObj"):
-        rows.append((name, True, indices, lambda: f"{recv_text} x topk {topk} x 4 (index_t)", src(CPP, "380-383")))
+        rows.append((name, True, indices, lambda: f"{recv_text()} x topk {topk} x 4 (index_t)", src(CPP, "380-383")))
     return rows
 
 

@@ -74,8 +74,12 @@ def internode_allocations(max_num_tokens: int, num_experts: int, experts_per_tok
     batch = local * groups * tokens
     ptb = per_token_bytes(hidden_dim_bytes, hidden_dim_scale_bytes)
     counts = local * groups
-    batch_text = f"maxBatchTokens {_n(batch)} (local experts {local} x DP groups {groups} x max_num_tokens {_n(tokens)})"
-    ptb_text = f"perTokenBytes {_n(ptb)} (round_up({_n(hidden_dim_bytes)} + {hidden_dim_scale_bytes} + 4, 16))"
+    # the texts are built only when a report asks (sweeps read the integers alone)
+    def batch_text() -> str:
+        return f"maxBatchTokens {_n(batch)} (local experts {local} x DP groups {groups} x max_num_tokens {_n(tokens)})"
+
+    def ptb_text() -> str:
+        return f"perTokenBytes {_n(ptb)} (round_up({_n(hidden_dim_bytes)} + {hidden_dim_scale_bytes} + 4, 16))"
     return [
         ("numTokensPerDP", "local", counts * 4, counts * 4, lambda: f"local experts {local} x DP groups {groups} x 4",
          src(INTER, "36")),
@@ -87,16 +91,16 @@ def internode_allocations(max_num_tokens: int, num_experts: int, experts_per_tok
          src(INTER, "47-49")),
         ("combineSyncBuffer", "nvshmem", world_size * 8, world_size * 8, lambda: f"8 x world_size {world_size}",
          src(INTER, "51-53")),
-        ("xDispatchIn", "nvshmem", tokens * ptb, tokens * ptb, lambda: f"max_num_tokens {_n(tokens)} x {ptb_text}",
+        ("xDispatchIn", "nvshmem", tokens * ptb, tokens * ptb, lambda: f"max_num_tokens {_n(tokens)} x {ptb_text()}",
          src(INTER, "56-59")),
-        ("xDispatchOut", "nvshmem", batch * ptb, batch * ptb, lambda: f"{batch_text} x {ptb_text}", src(INTER, "60-61")),
+        ("xDispatchOut", "nvshmem", batch * ptb, batch * ptb, lambda: f"{batch_text()} x {ptb_text()}", src(INTER, "60-61")),
         ("xCombineIn", "nvshmem", batch * hidden * COMBINE_ELEMENT_BYTES, batch * hidden * BF16_BYTES,
-         lambda: f"{batch_text} x hidden {_n(hidden)} x 4 (float; a BF16 combine uses x 2)", src(INTER, "63-66")),
+         lambda: f"{batch_text()} x hidden {_n(hidden)} x 4 (float; a BF16 combine uses x 2)", src(INTER, "63-66")),
         ("xCombineOut", "nvshmem", tokens * experts * hidden * COMBINE_ELEMENT_BYTES, tokens * experts * hidden * BF16_BYTES,
          lambda: f"max_num_tokens {_n(tokens)} x num_experts {experts} x hidden {_n(hidden)} x 4 (float; BF16 uses x 2)",
          src(INTER, "67-68")),
     ] + [
-        (name, "local", batch * 4, batch * 4, lambda: f"{batch_text} x 4 (uint32)", src(INTER, line))
+        (name, "local", batch * 4, batch * 4, lambda: f"{batch_text()} x 4 (uint32)", src(INTER, line))
         for name, line in (("sourceIndex", "71"), ("sourceExpert", "72"), ("sourceOffset", "73"),
                            ("sourceGroup", "74"), ("sourceToken", "75"))
     ] + [("tokenIndex", "local", 4, 4, lambda: "1 x 4 (uint32)", src(INTER, "76"))]
