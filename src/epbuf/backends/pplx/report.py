@@ -14,6 +14,8 @@ counts up to 16 (``pplx_hidden_dim_scale_bytes``), which the 16-byte limits show
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ...errors import InvalidArgumentError, Problem
 from ...report import Buffer, Field, Finding, LimitCheck, Quantity, RecordLayout, Region, Report, Summary
 from ...units import GiB, align, ceil_div, format_bytes, format_int
@@ -73,22 +75,60 @@ def _limits(args: dict, ranks_per_node: int) -> tuple:
                       args["hidden_dim"], args["hidden_dim_bytes"], args["hidden_dim_scale_bytes"], ranks_per_node)
 
 
+@lru_cache(maxsize=4096)
+def _affine_rows(kernel: str, num_experts: int, experts_per_token: int, world_size: int, dp_size: int,
+                 hidden_dim: int, hidden_dim_bytes: int, hidden_dim_scale_bytes: int):
+    """Every allocation as ``(name, kind, a, b, used_a, used_b)`` with ``bytes = a x max_num_tokens + b``:
+    each size in :mod:`.sizes` is a product with the token count or does not depend on it
+    (INTER:34-76, INTRA:35-136). Solved from two evaluations and checked against a third, so the
+    sweep path reads the same functions as the report."""
+    fn = internode_allocations if kernel == "internode" else intranode_allocations
+    points = [fn(t, num_experts, experts_per_token, world_size, dp_size, hidden_dim, hidden_dim_bytes,
+                 hidden_dim_scale_bytes) for t in (1, 2, 3)]
+    rows = []
+    for (name, kind, n1, u1, _, _), (_, _, n2, u2, _, _), (_, _, n3, u3, _, _) in zip(*points):
+        a, used_a = n2 - n1, u2 - u1
+        b, used_b = n1 - a, u1 - used_a
+        if n3 != 3 * a + b or u3 != 3 * used_a + used_b:
+            return None
+        rows.append((name, kind, a, b, used_a, used_b))
+    return tuple(rows)
+
+
 def summarize(plan) -> Summary:
-    """:func:`report`'s totals, binding allocation and broken limits, without byte maps or findings."""
+    """:func:`report`'s totals, binding allocation and broken limits, without byte maps or findings,
+    in one pass over the allocations (what sweeps call once per configuration)."""
     args = plan_arguments(plan)
-    rows = _allocations(args)
-    first = [r for r in rows if r[1] != "local"]
-    local = [r for r in rows if r[1] == "local"]
-    if args["kernel"] == "internode":
-        first_total, first_needed = sum(r[2] for r in first), sum(r[3] for r in first)
-    else:  # the peer buffer is the larger of its two layouts
-        first_total, first_needed = max(r[2] for r in first), max(r[3] for r in first)
-    local_total = sum(r[2] for r in local)
-    total, needed = first_total + local_total, first_needed + sum(r[3] for r in local)
-    # the binding region of the larger buffer (the first on a tie), as summary_of finds it
-    largest = max(first if first_total >= local_total else local, key=lambda r: r[2])[0]
+    tokens = args["max_num_tokens"]
+    affine = _affine_rows(args["kernel"], args["num_experts"], args["experts_per_token"], args["world_size"],
+                          args["dp_size"], args["hidden_dim"], args["hidden_dim_bytes"], args["hidden_dim_scale_bytes"])
+    if affine is None:
+        rows = [(name, kind, n, used) for name, kind, n, used, _, _ in _allocations(args)]
+    else:
+        rows = [(name, kind, a * tokens + b, ua * tokens + ub) for name, kind, a, b, ua, ub in affine]
+    internode = args["kernel"] == "internode"
+    first_total = first_needed = local_total = local_needed = 0
+    best_first, best_first_n, best_local, best_local_n = "", -1, "", -1
+    for name, kind, n, used in rows:
+        if n > UINT64_MAX:
+            _allocations(args)  # raises the one-line error about size_t
+        if kind == "local":
+            local_total += n
+            local_needed += used
+            if n > best_local_n:
+                best_local, best_local_n = name, n
+            continue
+        if internode:
+            first_total += n
+            first_needed += used
+        else:  # the peer buffer is the larger of its two layouts
+            first_total, first_needed = max(first_total, n), max(first_needed, used)
+        if n > best_first_n:
+            best_first, best_first_n = name, n
     broken = tuple(row[0] for row in _limits(args, plan.ranks_per_node) if not row[4])
-    return Summary(num_bytes=total, num_bytes_needed=needed, binding=largest, broken=broken)
+    # the binding region of the larger buffer (the first on a tie), as summary_of finds it
+    return Summary(num_bytes=first_total + local_total, num_bytes_needed=first_needed + local_needed,
+                   binding=best_first if first_total >= local_total else best_local, broken=broken)
 
 
 def parse_nvshmem_size(text: str) -> int:
