@@ -152,6 +152,23 @@ def _add_plan_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
                         "pinned host memory)")
     x.add_argument("--per-expert-batching", dest="per_expert_batching", action="store_true",
                    help="UCCL-EP built with PER_EXPERT_BATCHING=1 (low-latency send buffer per expert)")
+    o = p.add_argument_group("MORI-EP / pplx-kernels options")
+    o.add_argument("--kernel-type", dest="kernel_type", metavar="NAME",
+                   help="mori-ep: IntraNode, IntraNodeLL, InterNode, InterNodeV1, InterNodeV1LL, AsyncLL; "
+                        "pplx: intranode, internode (default: from the topology)")
+    o.add_argument("--max-total-recv-tokens", dest="max_total_recv_tokens", type=_int_arg(">= 0; 0 means no cap", lo=0),
+                   default=0, help="mori-ep: cap on the tokens one rank receives per dispatch (default 0: no cap)")
+    o.add_argument("--quant-type", dest="quant_type", metavar="NAME", default="none",
+                   help="mori-ep: combine quantization none, fp8_direct_cast, fp8_blockwise, fp4_blockwise (default none)")
+    o.add_argument("--dp-group-size", dest="dp_group_size", type=_int_arg(">= 1"), default=1,
+                   help="pplx: dp_size, the ranks that share one DP group's tokens (attention TP size; default 1)")
+    o.add_argument("--num-scale-bytes", dest="num_scale_bytes", type=_int_arg(">= 0", lo=0),
+                   help="mori-ep, pplx: scale bytes per token (default FP8: ceil(hidden/128) x 4, BF16: 0)")
+    o.add_argument("--max-token-type-size", dest="max_token_type_size", type=_int_arg("1..8"),
+                   help="mori-ep: bytes of the widest token element (default 2, BF16)")
+    o.add_argument("--env", dest="env", metavar="NAME=VALUE", action="append", default=[],
+                   help="an environment variable the library reads (MORI_SHMEM_HEAP_SIZE, MORI_SHMEM_MODE, "
+                        "MORI_EP_COMM, MORI_FP8_COMBINE_SCALE_DIM, NVSHMEM_SYMMETRIC_SIZE); repeatable")
 
 
 def _model_from_args(args: argparse.Namespace):
@@ -235,6 +252,13 @@ def _plan_from_args(args: argparse.Namespace):
         platform=_platform_from_args(args),
         nic=args.nic,
         per_expert_batching=args.per_expert_batching,
+        kernel_type=args.kernel_type,
+        max_total_recv_tokens=args.max_total_recv_tokens,
+        quant_type=args.quant_type,
+        dp_group_size=args.dp_group_size,
+        num_scale_bytes=args.num_scale_bytes,
+        max_token_type_size=args.max_token_type_size,
+        env=_env_from_args(args.env),
     )
 
 
@@ -247,6 +271,19 @@ def _platform_from_args(args: argparse.Namespace) -> str | None:
 
         return "rocm" if get_device(args.device).vendor == "AMD" else None
     return None
+
+
+def _env_from_args(items: list[str]) -> tuple:
+    """``--env NAME=VALUE`` options as ``(name, value)`` pairs."""
+    pairs = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            from .errors import InvalidArgumentError, Problem
+
+            raise InvalidArgumentError([Problem("env", item, "use NAME=VALUE, e.g. --env MORI_SHMEM_HEAP_SIZE=8G")])
+        pairs.append((name.strip(), value))
+    return tuple(pairs)
 
 
 def _print_json(data: object) -> None:
@@ -605,7 +642,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="Plan, inspect and explain the communication buffers of expert-parallel MoE "
-                    "dispatch/combine libraries (DeepEP-Ascend, DeepEP V2, DeepEP V1), offline.",
+                    "dispatch/combine libraries (DeepEP-Ascend, DeepEP V2, DeepEP V1, MORI-EP, pplx-kernels), offline.",
     )
     from . import __version__
 

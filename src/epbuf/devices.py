@@ -158,6 +158,25 @@ _PRESETS = (
         aliases=("mi300x-192gb", "instinct-mi300x"),
     ),
     DeviceSpec(
+        name="mi325x", title="AMD Instinct MI325X", num_bytes=256 * GiB, label="256 GB",
+        vendor="AMD", ranks_per_node=8, scaleup_ranks=8,
+        source="AMD's label '256 GB HBM3E' per GPU, 8 per platform (UBB 2.0, '2 TB' per 8 GPUs; "
+        "tensorwave.com/blog/mi325x-vs-mi300x-whats-new-what-matters-and-why-it-changes-your-ai-stack, 2025-05-20); "
+        "bytes read as GiB, the convention rocm-smi shows for MI300X's '192 GB' (exactly 192 GiB)",
+        notes="no driver total seen in public text: num_bytes is the label read as GiB (unverified); the driver may "
+        "report a little less, as some MI300X stacks do; gfx942, wave64; 8 OAM GPUs on Infinity Fabric (XGMI)",
+        aliases=("mi325x-256gb", "instinct-mi325x"), verified=False,
+    ),
+    DeviceSpec(
+        name="mi355x", title="AMD Instinct MI355X", num_bytes=288 * GiB, label="288 GB",
+        vendor="AMD", ranks_per_node=8, scaleup_ranks=8,
+        source="AMD's label '288 GB of HBM3E' per GPU (launch 2025-06-12; theregister.com/2025/06/12/amd_mi355x); "
+        "bytes read as GiB, the convention rocm-smi shows for MI300X's '192 GB' (exactly 192 GiB)",
+        notes="no driver total seen in public text: num_bytes is the label read as GiB (unverified); gfx950, wave64; "
+        "8 OAM GPUs per platform on Infinity Fabric (XGMI); MI350X has the same memory",
+        aliases=("mi355x-288gb", "instinct-mi355x"), verified=False,
+    ),
+    DeviceSpec(
         name="ascend-910b", title="Huawei Ascend 910B (Atlas 800T/800I A2)", num_bytes=65536 * MiB, label="64 GB",
         vendor="Huawei", ranks_per_node=8, scaleup_ranks=8,
         source="npu-smi info HBM total 65536 MB for 910B2 (vllm-ascend issue #975), 910B3 (vllm-ascend #1903, "

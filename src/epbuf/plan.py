@@ -67,6 +67,28 @@ class Plan(Record):
         per_expert_batching: UCCL-EP built with ``PER_EXPERT_BATCHING=1`` (per-expert batched
             low-latency sends: a larger send buffer and ``num_ranks`` squared counters).
         model: a label for reports (preset name), not used in arithmetic.
+
+        The fields below serve the non-DeepEP libraries (MORI-EP, pplx-kernels); DeepEP
+        backends ignore them.
+
+        kernel_type: the library's kernel family: MORI-EP ``KernelType`` (``IntraNode``,
+            ``IntraNodeLL``, ``InterNode``, ``InterNodeV1``, ``InterNodeV1LL``, ``AsyncLL``) or
+            pplx-kernels ``intranode`` / ``internode``; ``None`` = chosen from the topology
+            (one scale-up domain: intranode, else internode / ``InterNodeV1``).
+        max_total_recv_tokens: cap on the tokens one rank receives per dispatch, summed over
+            all source ranks (MORI-EP ``max_total_recv_tokens``); 0 = no cap.
+        quant_type: combine quantization (MORI-EP ``quant_type``: ``none``, ``fp8_direct_cast``,
+            ``fp8_blockwise``, ``fp4_blockwise``).
+        dp_group_size: ranks that hold the same tokens, i.e. one data-parallel group (the
+            attention TP size; pplx-kernels ``dp_size``); 1 = every rank has its own tokens.
+        num_scale_bytes: bytes of dispatch scale factors per token (MORI-EP ``scale_dim x
+            scale_type_size``, pplx-kernels ``hidden_dim_scale_bytes``); ``None`` = FP8: one
+            float32 scale per 128 hidden elements (``ceil(hidden / 128) x 4``), BF16: 0.
+        max_token_type_size: bytes of the widest token element type the buffers must hold
+            (MORI-EP ``max_token_type_size``); ``None`` = 2 (BF16 activations, what vLLM passes).
+        env: environment variables the library reads, as ``(name, value)`` pairs (MORI-EP
+            ``MORI_SHMEM_HEAP_SIZE``, ``MORI_SHMEM_MODE``, ``MORI_EP_COMM``,
+            ``MORI_FP8_COMBINE_SCALE_DIM``; pplx-kernels ``NVSHMEM_SYMMETRIC_SIZE``); others are ignored.
     """
 
     hidden: int
@@ -89,6 +111,14 @@ class Plan(Record):
     nic: str | None = None
     per_expert_batching: bool = False
     model: str = ""
+    # --- non-DeepEP libraries (MORI-EP, pplx-kernels) ---
+    kernel_type: str | None = None
+    max_total_recv_tokens: int = 0
+    quant_type: str = "none"
+    dp_group_size: int = 1
+    num_scale_bytes: int | None = None
+    max_token_type_size: int | None = None
+    env: tuple = ()
 
     def __post_init__(self) -> None:
         c = Checker()
@@ -118,6 +148,20 @@ class Plan(Record):
             c.add("platform", self.platform, "allowed " + ", ".join(PLATFORMS))
         if self.nic is not None and self.nic not in NICS:
             c.add("nic", self.nic, "allowed " + ", ".join(NICS))
+        # --- non-DeepEP libraries: generic checks here, names and limits in the backends ---
+        if self.kernel_type is not None and (not isinstance(self.kernel_type, str) or not self.kernel_type):
+            c.add("kernel_type", self.kernel_type, "a kernel family name (e.g. IntraNode, InterNodeV1, internode)")
+        c.int_range("max_total_recv_tokens", self.max_total_recv_tokens, 0, INT32_MAX, "0 means no cap")
+        if not isinstance(self.quant_type, str) or not self.quant_type:
+            c.add("quant_type", self.quant_type, "a quantization name (none, fp8_direct_cast, fp8_blockwise, fp4_blockwise)")
+        c.int_range("dp_group_size", self.dp_group_size, 1, INT32_MAX)
+        if self.num_scale_bytes is not None:
+            c.int_range("num_scale_bytes", self.num_scale_bytes, 0, INT32_MAX)
+        if self.max_token_type_size is not None:
+            c.int_range("max_token_type_size", self.max_token_type_size, 1, 8, "bytes of one token element")
+        if not isinstance(self.env, tuple) or not all(
+                isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(x, str) for x in pair) for pair in self.env):
+            c.add("env", self.env, "a tuple of (NAME, VALUE) string pairs")
         for name in ("use_fp8_dispatch", "scaleup_is_nvlink", "allow_hybrid_mode", "allow_multiple_reduction",
                      "per_expert_batching"):
             if not isinstance(getattr(self, name), bool):
@@ -140,6 +184,14 @@ class Plan(Record):
         """Experts the library sees: routed plus EPLB redundant."""
         return self.num_experts + self.num_redundant_experts
 
+    def env_value(self, name: str) -> str | None:
+        """The value of environment variable ``name`` in :attr:`env` (the last one wins), or ``None``."""
+        value = None
+        for key, val in self.env:
+            if key == name:
+                value = val
+        return value
+
 
 
 # name -> (module, function, one-line description). Modules are imported on first use
@@ -151,6 +203,8 @@ BACKENDS: dict[str, tuple[str, str, str]] = {
     "deepep-ll": ("epbuf.backends.deepep_v1", "report_low_latency", "DeepEP V1 legacy low-latency RDMA buffer (NVIDIA)"),
     "uccl-ep": ("epbuf.backends.uccl_ep", "report_normal", "UCCL-EP normal mode: NVL + RDMA buffers, proxies (NVIDIA/AMD, any NIC)"),
     "uccl-ll": ("epbuf.backends.uccl_ep", "report_low_latency", "UCCL-EP low-latency RDMA buffer, proxies (NVIDIA/AMD, any NIC)"),
+    "mori-ep": ("epbuf.backends.mori_ep", "report", "MORI-EP EpDispatchCombineHandle (AMD ROCm)"),
+    "pplx": ("epbuf.backends.pplx", "report", "pplx-kernels AllToAll, intranode (CUDA IPC) or internode (NVSHMEM)"),
 }
 
 
