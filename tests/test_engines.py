@@ -20,9 +20,11 @@ from epbuf.backends import deepep_v1
 from epbuf.cli import _Parser
 from epbuf.engines import ENGINES, engine_names, get_engine, report
 from epbuf._search import largest_true
-from epbuf.engines._common import SCHEMA, Knob, engine_report_to_dict, parse_knob
-from epbuf.engines.ascend import (ll_window_need, mindspeed_adaptive, normal_combine_need, normal_dispatch_need,
-                                  readme_layered, readme_nonlayered, tiling_window_mib)
+from epbuf.engines._knobs import Knob, parse_knob
+from epbuf.engines._report import SCHEMA, engine_report_to_dict
+from epbuf.engines._hccl import ll_window_need, tiling_window_mib
+from epbuf.engines.mindspeed import mindspeed_adaptive
+from epbuf.engines.sgl_kernel_npu import normal_combine_need, normal_dispatch_need, readme_layered, readme_nonlayered
 from epbuf.engines.cli import add_parser
 from epbuf.errors import EpbufError, InvalidArgumentError, UnknownNameError
 from epbuf.report import report_from_dict

@@ -12,7 +12,8 @@ from ..errors import InvalidArgumentError
 from ..report import Finding, LimitCheck
 from ..units import INT32_MAX, format_bytes, format_int
 from .._search import largest_true
-from ._common import (EngineContext, Recommendation, limit)
+from ._common import EngineContext, limit
+from ._report import Recommendation
 
 DEEPEP = "deepseek-ai/DeepEP"
 CTOR = f"{DEEPEP} csrc/legacy/buffer.hpp:107-116 @dd758ca Buffer constructor"
@@ -43,7 +44,7 @@ def constructor_limits(num_nvl_bytes: int, num_rdma_bytes: int, num_ranks: int, 
 
 def check_ranks(num_ranks: int, label: str) -> None:
     """``num_ranks < 8 or num_ranks % 8 == 0`` (buffer.hpp:114): upstream refuses to start otherwise."""
-    from ._common import EngineProblem
+    from ._knobs import EngineProblem
 
     if num_ranks > 8 and num_ranks % 8:
         raise InvalidArgumentError([EngineProblem(label, num_ranks, "DeepEP's Buffer needs fewer than 8 ranks or "
@@ -189,17 +190,3 @@ def v2_recommendations(ctx: EngineContext, knob: str, *, num_ranks: int, num_nvl
                                    message=f"the largest {knob} whose ElasticBuffer and workspace fit --budget "
                                            f"{format_bytes(ctx.budget)} (exact search over calculate_buffer_size)"))
     return recs
-
-
-def budget_findings(prefix: str, ctx: EngineContext, total: int, per: str = "GPU") -> list[Finding]:
-    out = []
-    if ctx.budget is not None and total > ctx.budget:
-        out.append(Finding(severity="warning", code=f"{prefix}.over-budget",
-                           message=f"the buffers take {format_bytes(total)} per {per}, above --budget "
-                                   f"{format_bytes(ctx.budget)}", data={"num_bytes": total, "budget": ctx.budget}))
-    if ctx.device_num_bytes is not None and total > ctx.device_num_bytes:
-        out.append(Finding(severity="error", code=f"{prefix}.exceeds-device",
-                           message=f"the buffers take {format_bytes(total)} per {per}, more than the "
-                                   f"{format_bytes(ctx.device_num_bytes)} of {ctx.device_name}",
-                           data={"num_bytes": total, "device_num_bytes": ctx.device_num_bytes}))
-    return out

@@ -103,7 +103,7 @@ def build_engine_parser(name: str) -> argparse.ArgumentParser:
 
 def _env_pairs(items: list[str]) -> dict[str, str]:
     from ..errors import InvalidArgumentError
-    from ._common import EngineProblem
+    from ._knobs import EngineProblem
 
     env: dict[str, str] = {}
     problems = []
@@ -119,7 +119,7 @@ def _env_pairs(items: list[str]) -> dict[str, str]:
 
 
 def report_from_args(name: str, opts: argparse.Namespace):
-    """The :class:`~epbuf.engines._common.EngineReport` for parsed options (no arithmetic here)."""
+    """The :class:`~epbuf.engines._report.EngineReport` for parsed options (no arithmetic here)."""
     from ..cli import _device_from_args, _model_from_args
     from . import get_engine, report
 
@@ -144,7 +144,7 @@ def run_engine(args: argparse.Namespace) -> int:
     rep = report_from_args(name, opts)
     if opts.json:
         from ..cli import _print_json
-        from ._common import engine_report_to_dict
+        from ._report import engine_report_to_dict
 
         _print_json(engine_report_to_dict(rep))
         return 0

@@ -27,10 +27,9 @@ from ..report import Finding, Quantity, Region, Report
 from ..units import format_bytes, format_int
 from . import _deepep
 from .._search import largest_true
-from ._common import (
-    EngineContext, EngineProblem, EngineReport, Knob, Recommendation, Setting, limit_findings, max_buffer,
-    topology,
-)
+from ._common import EngineContext, budget_findings, limit_findings, max_buffer, topology
+from ._knobs import EngineProblem, Knob, Setting
+from ._report import EngineReport, Recommendation
 
 REPO = "NVIDIA/Megatron-LM"
 COMMIT = "d98e8a64ddf3"
@@ -162,7 +161,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
                 message="the buffers do not depend on the token count (per-channel rings of chunked tokens); "
                         "--moe-flex-dispatcher-num-sms is the knob that sizes them", data={}),
     ]
-    findings += _deepep.budget_findings("megatron", ctx, nvl_bytes + rdma_bytes)
+    findings += budget_findings("megatron", ctx, nvl_bytes + rdma_bytes)
     recs = []
     if ctx.budget is not None:
         best = largest_true(1, MAX_SEARCH_NUM_SMS // 2, lambda half: total(2 * half) <= ctx.budget)

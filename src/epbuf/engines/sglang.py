@@ -44,8 +44,9 @@ from ..errors import InvalidArgumentError
 from ..report import Finding, Quantity, Region, Report
 from ..units import format_bytes, format_int
 from . import _deepep
-from ._common import (EngineContext, EngineProblem, EngineReport, Knob, Setting, limit, limit_findings, max_buffer,
-                      topology)
+from ._common import EngineContext, budget_findings, limit, limit_findings, max_buffer, topology
+from ._knobs import EngineProblem, Knob, Setting
+from ._report import EngineReport
 
 REPO = "sgl-project/sglang"
 TD = "python/sglang/srt/layers/moe/token_dispatcher/deepep.py"
@@ -285,7 +286,7 @@ def _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, sett
         findings.append(Finding(severity="info", code="sglang.normal-token-independent",
                                 message="normal-mode buffers do not depend on the token count (per-channel rings "
                                         f"of chunked tokens); {knob} is not used", data={}))
-    findings += _deepep.budget_findings("sglang", ctx, nvl_bytes + rdma_bytes)
+    findings += budget_findings("sglang", ctx, nvl_bytes + rdma_bytes)
 
     recs = []
     if ll_report is not None:
@@ -338,7 +339,7 @@ def _deepep_v2(ctx, num_ranks, per_node, extra_experts, settings, findings):
                                 message=f"{format_int(ctx.load)} tokens per rank exceed {knob} = {format_int(tokens)}: "
                                         f"SGLang's DeepEP V2 dispatch raises ValueError ({TD_V2})",
                                 data={"load": ctx.load, "tokens": tokens}))
-    findings += _deepep.budget_findings("sglang", ctx, v2.num_bytes)
+    findings += budget_findings("sglang", ctx, v2.num_bytes)
     recs = _deepep.v2_recommendations(ctx, knob, num_ranks=num_ranks, num_nvl_ranks=per_node, hidden=ctx.hidden,
                                       num_topk=ctx.num_topk, use_fp8_dispatch=fp8, allow_hybrid_mode=hybrid,
                                       allow_multiple_reduction=True, generation=v2.inputs["version"])
