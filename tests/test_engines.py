@@ -771,3 +771,19 @@ def test_registering_the_command_imports_no_engine():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", out
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_engine_strict_exits_1_on_an_error_finding(capsys, extra):
+    """``epbuf engine NAME --strict``: status 1 when the report has an error finding, as ``hint --strict``."""
+    def argv(tokens: int) -> list[str]:  # issue #57894: T = 2048 is 35.55 GiB, above the 32 GiB ceiling; 1843 is not
+        return ["engine", "vllm", "--all2all-backend", "deepep_low_latency", "--enable-eplb", "--num-redundant-experts",
+                "64", "--hidden", "5120", "--experts", "384", "--topk", "8", "--ep-size", "16", "--env",
+                "NVSHMEM_QP_DEPTH=4098", "--max-num-batched-tokens", str(tokens), *extra]
+
+    code, out, _ = run_cli(capsys, *argv(2048))
+    assert code == 0 and "vllm.ll-32gib-ceiling" in out
+    code, out, _ = run_cli(capsys, *argv(2048), "--strict")
+    assert code == 1 and "vllm.ll-32gib-ceiling" in out
+    code, out, _ = run_cli(capsys, *argv(1843), "--strict")
+    assert code == 0 and "vllm.ll-32gib-ceiling" not in out
