@@ -18,7 +18,7 @@ import sys
 
 from ..errors import EpbufError
 
-__all__ = ["COMMANDS", "PROG", "build_parser", "main"]
+__all__ = ["COMMANDS", "PROG", "build_parser", "command_parser", "main"]
 
 PROG = "epbuf"
 
@@ -39,8 +39,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def build_parser(argv: list[str] | None = None):
     """The parser of ``epbuf``. When ``argv`` starts with a command, only that command is
     registered and configured (nothing else is imported); otherwise every command is."""
-    import importlib
-
     from .. import __version__
     from ._options import Parser
 
@@ -52,18 +50,38 @@ def build_parser(argv: list[str] | None = None):
     )
     parser.add_argument("--version", action="version", version=f"epbuf {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for name, (module, help_text) in COMMANDS.items():
+    for name, (_, help_text) in COMMANDS.items():
         if selected is None or name == selected:
-            importlib.import_module(f"{__name__}.{module}").configure(sub.add_parser(name, help=help_text), name)
+            _configure(sub.add_parser(name, help=help_text), name)
     return parser
+
+
+def command_parser(name: str):
+    """The parser of ``epbuf NAME`` alone (what :func:`main` parses a command line with)."""
+    from ._options import Parser
+
+    parser = Parser(prog=f"{PROG} {name}")
+    _configure(parser, name)
+    parser.set_defaults(command=name)
+    return parser
+
+
+def _configure(parser, name: str) -> None:
+    import importlib
+
+    importlib.import_module(f"{__name__}.{COMMANDS[name][0]}").configure(parser, name)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``epbuf`` console script; returns the exit status."""
     if argv is None:
         argv = sys.argv[1:]
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    if argv and argv[0] in COMMANDS:
+        parser = command_parser(argv[0])
+        args = parser.parse_args(argv[1:])
+    else:
+        parser = build_parser(argv)
+        args = parser.parse_args(argv)
     if not getattr(args, "run", None):
         parser.print_help()
         return 2

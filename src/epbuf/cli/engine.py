@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from ._options import (
-    Parser, add_device_options, add_model_options, device_from_args, has_error_finding, int_arg, model_from_args,
+    Parser, RawDescriptionFormatter, add_device_options, add_model_options, device_from_args, has_error_finding, int_arg, model_from_args,
     positive_bytes_arg, print_json,
 )
 
@@ -48,7 +48,7 @@ def build_engine_parser(name: str) -> argparse.ArgumentParser:
         default = "unset" if k.default is None else (int(k.default) if isinstance(k.default, bool) else k.default)
         note = "" if k.affects_size else "; no size effect"
         epilog.append(f"  {k.name} (default {default}; {k.allowed()}{note}): {k.help}")
-    p = Parser(prog=f"{PROG} {name}", allow_abbrev=False, formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = Parser(prog=f"{PROG} {name}", allow_abbrev=False, formatter_class=RawDescriptionFormatter,
                description=f"{spec.title}: what it allocates per device, the limits it hits, what to set. "
                            f"{spec.ranks_help}.",
                epilog="\n".join(epilog))
