@@ -28,8 +28,18 @@ QP_DEPTH_SINCE = "2025-09-25"
 DEFAULT_QP_DEPTH = 1024
 
 
+#: The constructor's rank check (buffer.hpp:114), in every mode; the deepep-ll report carries it
+#: for low-latency buffers.
+RANKS_LIMIT = "num_ranks < 8 or num_ranks % 8 == 0"
+RANKS_SOURCE = f"{DEEPEP} csrc/legacy/buffer.hpp:114 @dd758ca Buffer constructor"
+RANKS_CONSEQUENCE = "DeepEP's Buffer constructor asserts it, so the engine fails at start-up; use fewer than 8 ranks " \
+                    "or a multiple of 8"
+
+
 def constructor_limits(num_nvl_bytes: int, num_rdma_bytes: int, num_ranks: int, low_latency_mode: bool) -> list[LimitCheck]:
-    """The size and rank checks of DeepEP V1's ``Buffer`` constructor (buffer.hpp:107-116)."""
+    """The size and rank checks of DeepEP V1's ``Buffer`` constructor (buffer.hpp:107-116). The
+    sizes are whatever the engine computed; a check that fails is a limit with ``ok=False``
+    (an ``error`` finding through :func:`~epbuf.engines._common.limit_findings`)."""
     out = [limit("num_nvl_bytes / 16 < INT_MAX", num_nvl_bytes // 16, "<", INT32_MAX, CTOR)]
     if num_rdma_bytes:
         out += [limit("num_nvl_bytes <= INT_MAX (num_rdma_bytes > 0)", num_nvl_bytes, "<=", INT32_MAX, CTOR),
@@ -39,16 +49,14 @@ def constructor_limits(num_nvl_bytes: int, num_rdma_bytes: int, num_ranks: int, 
                     limit("num_ranks > 8 (num_rdma_bytes > 0, normal mode)", num_ranks, ">", 8, CTOR)]
     if not low_latency_mode:
         out.append(limit("num_ranks <= 8 x NUM_MAX_RDMA_PEERS (normal mode)", num_ranks, "<=", NORMAL_MAX_RANKS, CTOR))
+    out.append(limit(RANKS_LIMIT, num_ranks % 8 if num_ranks >= 8 else 0, "==", 0, RANKS_SOURCE))
     return out
 
 
-def check_ranks(num_ranks: int, label: str) -> None:
-    """``num_ranks < 8 or num_ranks % 8 == 0`` (buffer.hpp:114): upstream refuses to start otherwise."""
-    from ._knobs import EngineProblem
-
-    if num_ranks > 8 and num_ranks % 8:
-        raise InvalidArgumentError([EngineProblem(label, num_ranks, "DeepEP's Buffer needs fewer than 8 ranks or "
-                                                                    f"a multiple of 8 ({CTOR})")])
+def without_low_latency_duplicates(limits: list[LimitCheck]) -> list[LimitCheck]:
+    """``limits`` minus the constructor checks a ``deepep_v1.report_low_latency`` report carries
+    itself (the RDMA size ceiling and the rank check), so a report lists each check once."""
+    return [lim for lim in limits if not lim.name.startswith("num_rdma_bytes / 16") and lim.name != RANKS_LIMIT]
 
 
 def qp_depth_applies(version) -> bool:

@@ -85,8 +85,7 @@ def low_latency(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, tok
     nvl = _nvl_buffer(ctx)
     rdma = ll.buffers[0].replace(name="LL RDMA buffer")
     nvl_bytes, hint = nvl.num_bytes, rdma.num_bytes
-    own = [lim for lim in _deepep.constructor_limits(nvl_bytes, hint, num_ranks, True)
-           if not lim.name.startswith("num_rdma_bytes / 16")]  # the backend reports that one
+    own = _deepep.without_low_latency_duplicates(_deepep.constructor_limits(nvl_bytes, hint, num_ranks, True))
     depth = ctx.value("NVSHMEM_QP_DEPTH")
     if _deepep.qp_depth_applies(version):
         own.append(_deepep.qp_depth_limit(depth, tokens))
@@ -172,7 +171,6 @@ def high_throughput(ctx, num_ranks, per_node, num_nodes, num_experts, redundant,
     version = deepep_v1.get_version(ctx.backend_version)
     hidden = ht_hidden(ctx.hidden)
     fp8 = bool(ctx.value("--fp8-dispatch"))
-    _deepep.check_ranks(num_ranks, "--ep-size")
     internode = num_nodes > 1
     force = bool(ctx.value("VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE"))
     mb = ctx.value("VLLM_DEEPEP_BUFFER_SIZE_MB")
@@ -199,17 +197,19 @@ def high_throughput(ctx, num_ranks, per_node, num_nodes, num_experts, redundant,
                                   source=cfg_src))
     nvl_hint = max((r.num_bytes for r in nvl_regions), default=0)
     rdma_hint = max((r.num_bytes for r in rdma_regions), default=0)
-    nvl = _nvl_buffer(ctx, needed=nvl_hint, note=f"; DeepEP's hint for this shape: {format_int(nvl_hint)} B")
+    # Without a DeepEP config there is no hint to compare with: the need is not known.
+    hint_note = (lambda n: f"; DeepEP's hint for this shape: {format_int(n)} B") if configs else (lambda n: "")
+    nvl = _nvl_buffer(ctx, needed=nvl_hint if configs else None, note=hint_note(nvl_hint))
     buffers = [nvl]
     rdma_bytes = env_bytes if use_rdma else 0
     if use_rdma:
         buffers.append(fixed_buffer("RDMA buffer", rdma_bytes,
-                                    f"VLLM_DEEPEP_BUFFER_SIZE_MB = {mb} x 1024 x 1024 (internode); DeepEP's hint "
-                                    f"for this shape: {format_int(rdma_hint)} B",
-                                    f"{REPO} {A2A} _make_all2all_kwargs", needed=rdma_hint,
+                                    f"VLLM_DEEPEP_BUFFER_SIZE_MB = {mb} x 1024 x 1024 (internode){hint_note(rdma_hint)}",
+                                    f"{REPO} {A2A} _make_all2all_kwargs", needed=rdma_hint if configs else None,
                                     region="VLLM_DEEPEP_BUFFER_SIZE_MB"))
     limits = _deepep.constructor_limits(env_bytes, rdma_bytes, num_ranks, False)
     findings += limit_findings("vllm", limits, {
+        _deepep.RANKS_LIMIT: _deepep.RANKS_CONSEQUENCE,
         "num_ranks > 8 (num_rdma_bytes > 0, normal mode)":
             "the group spans nodes with at most 8 ranks; set VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE=1"})
     if configs:

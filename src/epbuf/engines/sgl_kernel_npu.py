@@ -128,10 +128,10 @@ KNOBS = (
                default=None),
     Knob(name="SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK", kind="int", lo=1, default=128,
          source="sgl-project/sglang python/sglang/srt/environ.py", help="T of the low-latency ops"),
-    Knob(name="DEEPEP_NORMAL_LONG_SEQ_ROUND", kind="int", lo=1, hi=MAX_ROUNDS, source=f"{SKN} {DEEP_EP_CPP}:63-88",
-         help="normal mode rounds (set with ..._PER_ROUND_TOKENS)"),
-    Knob(name="DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS", kind="int", lo=MIN_TOKENS_PER_ROUND, hi=MAX_TOKENS_PER_ROUND,
-         source=f"{SKN} {DEEP_EP_CPP}:63-88", help="normal mode tokens per round (default 8192)"),
+    Knob(name="DEEPEP_NORMAL_LONG_SEQ_ROUND", kind="int", lo=1, source=f"{SKN} {DEEP_EP_CPP}:63-88",
+         help=f"normal mode rounds, 1..{MAX_ROUNDS} (set with ..._PER_ROUND_TOKENS)"),
+    Knob(name="DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS", kind="int", lo=1, source=f"{SKN} {DEEP_EP_CPP}:63-88",
+         help=f"normal mode tokens per round, {MIN_TOKENS_PER_ROUND}..{MAX_TOKENS_PER_ROUND} (default 8192)"),
     Knob(name="MOE_SHARED_EXPERT_RANK_NUM", kind="int", lo=0, default=0, source=f"{SKN} {DEEP_EP_CPP}:62",
          help="ranks holding shared experts"),
     Knob(name="MOE_ENABLE_CCU", kind="bool", default=False, source=f"{SKN} {DEEP_EP_CPP}:973",
@@ -167,6 +167,29 @@ def _window_setting(ctx: EngineContext) -> tuple[int, int, str, list[Finding]]:
     return alloc, read, name, findings
 
 
+def _long_seq_limits(rounds: int | None, per_round: int | None) -> list[LimitCheck]:
+    """What ``Buffer::Buffer`` asserts about ``DEEPEP_NORMAL_LONG_SEQ_ROUND`` (r) and
+    ``DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS`` (t) (``deep_ep.cpp:70-86``): both set or neither,
+    ``1 <= r <= 256``, ``32 <= t <= 8192``, ``r * t <= 131072``. Unset: no check (r = 1, t = 8192)."""
+    if rounds is None and per_round is None:
+        return []
+    src = f"{SKN} {DEEP_EP_CPP}"
+    out = [limit("DEEPEP_NORMAL_LONG_SEQ_ROUND set iff _PER_ROUND_TOKENS set (1: only one is)",
+                 int((rounds is None) != (per_round is None)), "==", 0, f"{src}:70 EP_HOST_ASSERT(roundSet == tokensSet)")]
+    r = rounds if rounds is not None else 1
+    t = per_round if per_round is not None else MAX_TOKENS_PER_ROUND
+    if rounds is not None:
+        out.append(limit(f"DEEPEP_NORMAL_LONG_SEQ_ROUND <= {MAX_ROUNDS}", r, "<=", MAX_ROUNDS, f"{src}:80"))
+    if per_round is not None:
+        out += [limit(f"DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS >= {MIN_TOKENS_PER_ROUND}", t, ">=",
+                      MIN_TOKENS_PER_ROUND, f"{src}:82"),
+                limit(f"DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS <= {MAX_TOKENS_PER_ROUND}", t, "<=",
+                      MAX_TOKENS_PER_ROUND, f"{src}:82")]
+    out.append(limit(f"DEEPEP_NORMAL_LONG_SEQ_ROUND x _PER_ROUND_TOKENS <= {NORMAL_MAX_BS}", r * t, "<=", NORMAL_MAX_BS,
+                     f"{src}:84 (MAX_TOTAL_TOKENS)"))
+    return out
+
+
 def recipe(ctx: EngineContext) -> EngineReport:
     """The HCCL window SGLang's Ascend ``deep_ep`` runs in, and every op check against it.
 
@@ -177,9 +200,14 @@ def recipe(ctx: EngineContext) -> EngineReport:
     (8192 when no load is given: the most one call accepts with one round); A2: the README and
     doc minimums.
 
+    What ``deep_ep.Buffer``'s constructor asserts about the ``DEEPEP_NORMAL_LONG_SEQ_*``
+    variables (set together, in range, product at most 131072; ``deep_ep.cpp:70-86``) is a
+    broken limit with an ``error`` finding; the window and its checks are still sized (an unset
+    variable as its default).
+
     Raises:
-        InvalidArgumentError: only one of the two ``DEEPEP_NORMAL_LONG_SEQ_*`` variables set,
-            their product above 131072.
+        InvalidArgumentError: ``MOE_SHARED_EXPERT_RANK_NUM`` not below the EP size with low-latency
+            ops (their expert count divides by ``ep - shared_expert_rank_num``).
     """
     num_ranks, ep_setting = _ep_size(ctx)
     per_node, num_nodes = topology(ctx, num_ranks)
@@ -193,18 +221,14 @@ def recipe(ctx: EngineContext) -> EngineReport:
     dtype_bytes = 1 if dtype in ("fp8", "int8") else 2
     shared_rank = s["MOE_SHARED_EXPERT_RANK_NUM"].value
     rounds, per_round = s["DEEPEP_NORMAL_LONG_SEQ_ROUND"], s["DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS"]
-    if (rounds.value is None) != (per_round.value is None):
+    if low_latency and shared_rank >= num_ranks:
         raise InvalidArgumentError([EngineProblem(
-            "--env DEEPEP_NORMAL_LONG_SEQ_ROUND", rounds.value,
-            f"set together with DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS (EP_HOST_ASSERT(roundSet == tokensSet), "
-            f"{DEEP_EP_CPP}:70)")])
+            "--env MOE_SHARED_EXPERT_RANK_NUM", shared_rank,
+            f"must be below the EP size {num_ranks}: the low-latency ops split the experts over ep - "
+            f"shared_expert_rank_num ranks ({DEEP_EP_CPP}:866; {LL_TILING}:676 allows [0, ep))")])
     n_rounds = rounds.value or 1
     n_per_round = per_round.value or MAX_TOKENS_PER_ROUND
-    if n_rounds * n_per_round > NORMAL_MAX_BS:
-        raise InvalidArgumentError([EngineProblem(
-            "--env DEEPEP_NORMAL_LONG_SEQ_ROUND", n_rounds,
-            f"DEEPEP_NORMAL_LONG_SEQ_ROUND x DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS = {n_rounds * n_per_round} must "
-            f"not exceed {NORMAL_MAX_BS} ({DEEP_EP_CPP}:82-84)")])
+    env_limits = _long_seq_limits(rounds.value, per_round.value)
     tokens = s["SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK"].value
     alloc, read, read_name, findings = _window_setting(ctx)
     window = read * MiB
@@ -213,7 +237,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
 
     checks: list[tuple[str, int, str]] = []  # (name, need bytes, formula/source)
     quantities: list[Quantity] = []
-    limits: list[LimitCheck] = []
+    limits: list[LimitCheck] = list(env_limits)
     normal_bs = min(n_per_round, ctx.load) if ctx.load is not None else n_per_round
     if low_latency:
         if soc == "a3":
@@ -283,6 +307,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
     binding = max(checks, key=lambda c: c[1])
     need = binding[1]
     findings += limit_findings("sgl-kernel-npu", limits, {
+        **{lim.name: "deep_ep.Buffer's constructor asserts it, so SGLang fails at start-up" for lim in env_limits},
         f"{binding[0]} <= {read_name}": f"the op fails with \"HCCL_BUFFSIZE is too SMALL\"; set {read_name} >= "
                                         f"{mib_ceil(need)}"})
     if s["MOE_ENABLE_CCU"].value:

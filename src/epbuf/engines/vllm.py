@@ -46,12 +46,15 @@ from ..errors import InvalidArgumentError
 from ..report import Finding, Report
 from ..units import GiB
 from . import _deepep, _vllm_all2all
-from ._common import EngineContext, topology
+from ._common import EngineContext, limit, limit_findings, topology
 from ._knobs import EngineProblem, Knob, Setting
 from ._report import EngineReport
 from ._vllm_all2all import A2A, A2A_UTILS, REPO
 
 ENVS = "vllm/envs.py"
+LAYER = "vllm/model_executor/layers/fused_moe/layer.py @0014ec6c FusedMoE.__init__ (if self.use_ep)"
+EPLB_EVEN = "experts (routed + redundant) % EP size == 0 (--enable-eplb)"
+NO_EPLB_REDUNDANT = "redundant experts == 0 without --enable-eplb"
 ARG_UTILS = "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults"
 BACKENDS = ("deepep_low_latency", "deepep_high_throughput", "deepep_v2", "allgather_reducescatter")
 
@@ -150,6 +153,15 @@ def _redundant(ctx: EngineContext) -> tuple[int, str]:
     return flag.value, "--num-redundant-experts"  # type: ignore[return-value]
 
 
+def _eplb_limits(eplb: bool, redundant: int, num_experts: int, num_ranks: int) -> list:
+    """``FusedMoE.__init__``'s expert checks with expert parallelism (LAYER): with EPLB the experts
+    (routed + redundant) divide evenly over the EP ranks; without it there are no redundant ones."""
+    if eplb:
+        return [limit(EPLB_EVEN, num_experts % num_ranks, "==", 0, f"{REPO} {LAYER}: assert self.global_num_experts "
+                                                                   "% self.ep_size == 0")]
+    return [limit(NO_EPLB_REDUNDANT, redundant, "==", 0, f"{REPO} {LAYER}: assert num_redundant_experts == 0")]
+
+
 def recipe(ctx: EngineContext) -> EngineReport:
     """What vLLM allocates per GPU for ``--all2all-backend``, with findings and recommendations.
 
@@ -161,10 +173,13 @@ def recipe(ctx: EngineContext) -> EngineReport:
       hints for the default dispatch/combine configs.
     * ``deepep_v2``: ``deepep_v2.report`` for ``ElasticBuffer(num_max_tokens_per_rank=T)``.
 
+    What vLLM refuses at start-up although the sizes can be computed — redundant experts
+    without EPLB, experts not divisible by the EP size with EPLB (``FusedMoE.__init__``), EP
+    sizes DeepEP's ``Buffer`` rejects — is a broken limit with an ``error`` finding.
+
     Raises:
-        InvalidArgumentError: what vLLM refuses at start-up (redundant experts without EPLB,
-            experts not divisible by the EP size with EPLB, hidden above 8192 for LL, EP sizes
-            DeepEP's ``Buffer`` rejects).
+        InvalidArgumentError: what cannot be sized: an EP size that disagrees with TP x DP,
+            hidden above 8192 for LL (vLLM's rounding raises), a malformed ``--eplb-config``.
     """
     s = ctx.settings
     backend = s["--all2all-backend"].value
@@ -172,18 +187,8 @@ def recipe(ctx: EngineContext) -> EngineReport:
     per_node, num_nodes = topology(ctx, num_ranks)
     redundant, redundant_from = _redundant(ctx)
     eplb = s["--enable-eplb"].value
-    problems = []
-    if redundant and not eplb:
-        problems.append(EngineProblem(redundant_from, redundant,
-                                      "must be 0 without --enable-eplb (vLLM asserts num_redundant_experts == 0)"))
     num_experts = ctx.num_experts + redundant
-    if eplb and num_experts % num_ranks:
-        problems.append(EngineProblem(redundant_from, redundant,
-                                      f"routed {ctx.num_experts} + redundant {redundant} = {num_experts} experts must "
-                                      f"divide evenly over the EP size {num_ranks} (vLLM: \"EPLB currently only "
-                                      "supports even distribution of experts across ranks\")"))
-    if problems:
-        raise InvalidArgumentError(problems)
+    eplb_limits = _eplb_limits(eplb, redundant, num_experts, num_ranks)
 
     tokens_knob = "VLLM_MOE_DP_CHUNK_SIZE" if ctx.version == "dp-chunk" else "--max-num-batched-tokens"
     if s["--max-num-batched-tokens"].value is None:
@@ -231,6 +236,12 @@ def recipe(ctx: EngineContext) -> EngineReport:
         rep = rep.replace(findings=rep.findings + (Finding(
             severity="warning", code="vllm.setting-unused", message=f"{unused[0]} does not size the buffer here: "
                                                                     f"{unused[1]}", data={"setting": unused[0]}),))
+    if eplb_limits:
+        rep = rep.replace(limits=tuple(eplb_limits) + rep.limits, findings=rep.findings + tuple(limit_findings(
+            "vllm", eplb_limits, {EPLB_EVEN: f"vLLM's FusedMoE asserts it with --enable-eplb ({redundant_from} = "
+                                             f"{redundant}; routed {ctx.num_experts} + redundant {redundant})",
+                                  NO_EPLB_REDUNDANT: f"vLLM's FusedMoE asserts it without --enable-eplb "
+                                                     f"({redundant_from}); pass --enable-eplb or 0"})))
     if not s["--enable-expert-parallel"].value and backend != "allgather_reducescatter":
         rep = rep.replace(findings=rep.findings + (Finding(
             severity="info", code="vllm.expert-parallel-assumed",
