@@ -150,3 +150,12 @@ def test_kernel_limits_are_reported_and_strict_fails(capsys, argv, limit):
     assert code == 1
     code, _, _ = run_main(capsys, "hint", "--strict")
     assert code == 0
+
+
+def test_topk_idx_bits_reaches_the_plan(capsys):
+    """``--topk-idx-bits`` sets ``Plan.num_topk_idx_bits`` (32-bit ``topk_idx_t`` builds); unset is None."""
+    for argv, bits in (([], None), (["--topk-idx-bits", "32"], 32), (["--topk-idx-bits", "64"], 64)):
+        code, out, _ = run_main(capsys, "compare", "--backends", "deepep-v1", "--json", *argv)
+        assert code == 0 and json.loads(out)["plan"]["num_topk_idx_bits"] == bits
+    code, out, err = run_main(capsys, "hint", "--topk-idx-bits", "16")
+    assert code == 2 and out == "" and "--topk-idx-bits: invalid choice: 16 (choose from 32, 64)" in err

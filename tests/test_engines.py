@@ -16,15 +16,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import epbuf
 from epbuf.backends import deepep_v1
-from epbuf.cli import _Parser
+from epbuf.cli import main
 from epbuf.engines import ENGINES, engine_names, get_engine, report
 from epbuf._search import largest_true
-from epbuf.engines._common import SCHEMA, Knob, engine_report_to_dict, parse_knob
-from epbuf.engines.ascend import (ll_window_need, mindspeed_adaptive, normal_combine_need, normal_dispatch_need,
-                                  readme_layered, readme_nonlayered, tiling_window_mib)
-from epbuf.engines.cli import add_parser
-from epbuf.errors import EpbufError, InvalidArgumentError, UnknownNameError
+from epbuf.engines._knobs import Knob, parse_knob
+from epbuf.engines._report import SCHEMA, engine_report_to_dict
+from epbuf.engines._hccl import ll_window_need, tiling_window_mib
+from epbuf.engines.mindspeed import mindspeed_adaptive
+from epbuf.engines.sgl_kernel_npu import normal_combine_need, normal_dispatch_need, readme_layered, readme_nonlayered
+from epbuf.errors import InvalidArgumentError, UnknownNameError
 from epbuf.report import report_from_dict
 from epbuf.units import GiB, INT32_MAX, MiB
 
@@ -45,17 +47,10 @@ def codes(rep) -> set[str]:
     return {f.code for f in rep.findings}
 
 
-# --- CLI harness: `epbuf engine ...` as epbuf.cli.main runs it, before the lead registers it ---------
+# --- CLI harness: `epbuf engine ...` as the console script runs it ------------------------------------
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    parser = _Parser(prog="epbuf")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    add_parser(sub)
     try:
-        args = parser.parse_args(list(argv))
-        code = args.run(args)
-    except EpbufError as error:
-        sys.stderr.write(f"epbuf {args.command}: error: {error}\n")
-        code = 2
+        code = main(list(argv))
     except SystemExit as exit_:
         code = exit_.code
     out, err = capsys.readouterr()
@@ -630,11 +625,8 @@ def test_largest_true_matches_linear_scan():
     (["engine", "vllm", "--eplb-config", "{bad"], "--eplb-config = '{bad': allowed a JSON object"),
     (["engine", "vllm", "--eplb-config", "[1]"], "a JSON object, not list"),
     (["engine", "vllm", "--eplb-config", '{"num_redundant_experts": -1}', "--enable-eplb"], "num_redundant_experts"),
-    (["engine", "vllm", "--num-redundant-experts", "5"], "must be 0 without --enable-eplb"),
-    (["engine", "vllm", "--enable-eplb", "--num-redundant-experts", "5", "--ranks", "16"], "divide evenly"),
     (["engine", "vllm", "--ranks", "16", "-tp", "4"], "--ep-size = 16: vLLM's EP size"),
     (["engine", "vllm", "--hidden", "9000"], "--hidden = 9000"),
-    (["engine", "vllm", "--ranks", "12", "--all2all-backend", "deepep_high_throughput"], "multiple of 8"),
     (["engine", "vllm", "--ranks", "16", "--gpus-per-node", "3"], "--gpus-per-node = 3: must divide the EP size 16"),
     (["engine", "vllm", "--ranks", "16", "--nodes", "4", "--gpus-per-node", "8"], "must equal the EP size"),
     (["engine", "vllm", "--deepep-version", "nope"], "--backend-version (version) = 'nope'"),
@@ -645,25 +637,20 @@ def test_largest_true_matches_linear_scan():
     (["engine", "sglang", "--env", "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK=many"],
      "--env SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK = 'many': allowed an integer >= 1"),
     (["engine", "sglang", "--deepep-mode", "fast"], "--deepep-mode = 'fast': allowed one of normal, low_latency, auto"),
-    (["engine", "sglang", "--deepep-config", '{"normal_dispatch": {"num_sms": 24}, "normal_combine": {"num_sms": 20}}'],
-     "same num_sms"),
     (["engine", "sglang", "--deepep-config", '{"normal_dispatch": {}}'], "'normal_combine'"),
     (["engine", "sglang", "--deepep-config", '{"normal_dispatch": {"foo": 1}, "normal_combine": {}}'], "normal_dispatch"),
     (["engine", "sglang", "--deepep-config", "/no/such/file.json"], "no such file"),
-    (["engine", "sglang", "--deepep-mode", "low_latency", "--ep-num-redundant-experts", "3", "--tp-size", "16"],
-     "must divide evenly"),
     (["engine", "sglang", "--moe-a2a-backend", "deepep_v2", "--deepep-dispatcher-output-dtype", "nvfp4"], "bf16/fp8"),
     (["engine", "megatron", "--moe-flex-dispatcher-num-sms", "21"], "must be even"),
     (["engine", "megatron", "--moe-flex-dispatcher-backend", "hybridep"], "epbuf models --moe-token-dispatcher-type flex"),
     (["engine", "megatron", "--expert-model-parallel-size", "8", "--ranks", "16"], "--ranks = 16"),
     (["engine", "sgl-kernel-npu", "--env", "HCCL_BUFFSIZE=0"], "--env HCCL_BUFFSIZE = '0': allowed an integer >= 1"),
     (["engine", "sgl-kernel-npu", "--env", "HCCL_BUFFSIZE=200MB"], "--env HCCL_BUFFSIZE = '200MB'"),
-    (["engine", "sgl-kernel-npu", "--env", "DEEPEP_NORMAL_LONG_SEQ_ROUND=2"], "set together"),
-    (["engine", "sgl-kernel-npu", "--env", "DEEPEP_NORMAL_LONG_SEQ_ROUND=300",
-      "--env", "DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS=512"], "allowed an integer in 1..256"),
-    (["engine", "sgl-kernel-npu", "--env", "DEEPEP_NORMAL_LONG_SEQ_ROUND=32",
-      "--env", "DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS=8192"], "must not exceed 131072"),
     (["engine", "sgl-kernel-npu", "--deepep-version", "main"], "unrecognized arguments"),
+    (["engine", "sgl-kernel-npu", "--ep-size", "16", "--env", "MOE_SHARED_EXPERT_RANK_NUM=16"],
+     "--env MOE_SHARED_EXPERT_RANK_NUM = 16: must be below the EP size 16"),
+    (["engine", "sgl-kernel-npu", "--env", "DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS=0"], "allowed an integer >= 1"),
+    (["engine", "sglang", "--deepep-mode", "normal", "--tp-size", "12"], "Unsupported number of EP ranks"),
     (["engine", "mindspeed", "--hccl-group-buffer", "tp:0"], "value 0 for key 'tp' must be greater than 0"),
     (["engine", "mindspeed", "--hccl-group-buffer", "foo:1"], "key 'foo' is not allowed"),
     (["engine", "mindspeed", "--hccl-group-buffer", "tp=5"], "expected 'key:value' pairs"),
@@ -758,12 +745,11 @@ def test_json_roundtrip_through_python_api():
     assert {r["goal"] for r in data["recommendations"]} >= {"limit", "budget"}
 
 
-def test_registered_in_main_cli_when_the_line_is_added(capsys):
-    from epbuf.cli import build_parser, main
+def test_registered_in_main_cli(capsys):
+    from epbuf.cli import build_parser
 
     sub = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)][0]
-    if "engine" not in sub.choices:
-        pytest.skip("epbuf.cli does not register `engine` yet (the lead adds one line)")
+    assert "engine" in sub.choices
     code = main(["engine", "megatron", "--expert-model-parallel-size", "16", "--json"])
     assert code == 0 and json.loads(capsys.readouterr().out)["num_bytes"] == 377_673_984 + 91_887_744
     assert main(["engine", "vllm", "--env", "FOO=1"]) == 2
@@ -771,11 +757,126 @@ def test_registered_in_main_cli_when_the_line_is_added(capsys):
 
 def test_registering_the_command_imports_no_engine():
     probe = (
-        "import sys, argparse\n"
-        "from epbuf.cli import _Parser\n"
-        "from epbuf.engines.cli import add_parser\n"
-        "p = _Parser(prog='epbuf'); sub = p.add_subparsers(dest='command', parser_class=_Parser); add_parser(sub)\n"
+        "import sys\n"
+        "from epbuf.cli import build_parser\n"
+        "build_parser(['engine'])\n"
         "print(','.join(sorted(m for m in sys.modules if m.startswith('epbuf.engines.') or m.startswith('epbuf.backends'))))\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
-    assert out == "epbuf.engines.cli", out
+    assert out == "", out
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_engine_strict_exits_1_on_an_error_finding(capsys, extra):
+    """``epbuf engine NAME --strict``: status 1 when the report has an error finding, as ``hint --strict``."""
+    def argv(tokens: int) -> list[str]:  # issue #57894: T = 2048 is 35.55 GiB, above the 32 GiB ceiling; 1843 is not
+        return ["engine", "vllm", "--all2all-backend", "deepep_low_latency", "--enable-eplb", "--num-redundant-experts",
+                "64", "--hidden", "5120", "--experts", "384", "--topk", "8", "--ep-size", "16", "--env",
+                "NVSHMEM_QP_DEPTH=4098", "--max-num-batched-tokens", str(tokens), *extra]
+
+    code, out, _ = run_cli(capsys, *argv(2048))
+    assert code == 0 and "vllm.ll-32gib-ceiling" in out
+    code, out, _ = run_cli(capsys, *argv(2048), "--strict")
+    assert code == 1 and "vllm.ll-32gib-ceiling" in out
+    code, out, _ = run_cli(capsys, *argv(1843), "--strict")
+    assert code == 0 and "vllm.ll-32gib-ceiling" not in out
+
+
+# ====================================================================================
+# Plans the engine (or DeepEP) refuses although their sizes can be computed: numbers plus an
+# error finding naming the check (README, "Plans upstream would refuse: one rule")
+# ====================================================================================
+VLLM_HT = ["engine", "vllm", "--all2all-backend", "deepep_high_throughput"]
+ROUND_ENV = "DEEPEP_NORMAL_LONG_SEQ_ROUND"
+PER_ROUND_ENV = "DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS"
+
+
+@pytest.mark.parametrize("argv, limit_name, source, num_bytes", [
+    # vLLM FusedMoE.__init__: no redundant experts without EPLB; the HT buffers are VLLM_DEEPEP_BUFFER_SIZE_MB
+    (VLLM_HT + ["--num-redundant-experts", "5"], "redundant experts == 0 without --enable-eplb",
+     "assert num_redundant_experts == 0", 1024 * MiB),
+    # ... and with EPLB 256 + 5 experts over 16 ranks; 16 ranks span two nodes: NVL + RDMA, 1 GiB each
+    (VLLM_HT + ["--enable-eplb", "--num-redundant-experts", "5", "--ranks", "16"],
+     "experts (routed + redundant) % EP size == 0 (--enable-eplb)", "assert self.global_num_experts % self.ep_size",
+     2 * 1024 * MiB),
+    # DeepEP's Buffer constructor: 12 ranks (buffer.hpp:114); vLLM sizes HT buffers without DeepEP's configs
+    (VLLM_HT + ["--ranks", "12"], "num_ranks < 8 or num_ranks % 8 == 0", "csrc/legacy/buffer.hpp:114", 1024 * MiB),
+    # sgl-kernel-npu deep_ep.Buffer's constructor (deep_ep.cpp:70-86); the window is HCCL_BUFFSIZE, 2 x 200 MiB
+    (["engine", "sgl-kernel-npu", "--env", f"{ROUND_ENV}=2"],
+     "DEEPEP_NORMAL_LONG_SEQ_ROUND set iff _PER_ROUND_TOKENS set (1: only one is)", "deep_ep.cpp:70", 400 * MiB),
+    (["engine", "sgl-kernel-npu", "--env", f"{ROUND_ENV}=300", "--env", f"{PER_ROUND_ENV}=512"],
+     "DEEPEP_NORMAL_LONG_SEQ_ROUND <= 256", "deep_ep.cpp:80", 400 * MiB),
+    (["engine", "sgl-kernel-npu", "--env", f"{ROUND_ENV}=2", "--env", f"{PER_ROUND_ENV}=16"],
+     "DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS >= 32", "deep_ep.cpp:82", 400 * MiB),
+    (["engine", "sgl-kernel-npu", "--env", f"{ROUND_ENV}=32", "--env", f"{PER_ROUND_ENV}=8192"],
+     "DEEPEP_NORMAL_LONG_SEQ_ROUND x _PER_ROUND_TOKENS <= 131072", "deep_ep.cpp:84", 400 * MiB),
+])
+def test_refused_but_sizable_is_an_error_finding(capsys, argv, limit_name, source, num_bytes):
+    code, out, err = run_cli(capsys, *argv, "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert data["num_bytes"] == num_bytes
+    (lim,) = [x for x in data["report"]["limits"] if x["name"] == limit_name]
+    assert lim["ok"] is False and source in lim["source"]
+    errors = [f for f in data["report"]["findings"] if f["severity"] == "error" and f["data"].get("limit") == limit_name]
+    assert len(errors) == 1 and source in errors[0]["message"]
+    assert run_cli(capsys, *argv, "--strict")[0] == 1
+
+
+def test_sgl_kernel_npu_rounds_still_size_the_checks():
+    """With ``DEEPEP_NORMAL_LONG_SEQ_ROUND=2`` alone the constructor refuses, and the normal-mode
+    checks are sized as upstream would with two rounds of the default 8192 tokens."""
+    rep = report("sgl-kernel-npu", env={ROUND_ENV: "2"})
+    assert rep.report.quantity("normal dispatch (CamMoeDispatchNormal)") == normal_dispatch_need(8192, 7168, 8, 2)
+    assert rep.report.quantity("normal combine (CamMoeCombineNormal)") == normal_combine_need(8192, 7168, 8, 2)
+    assert "sgl-kernel-npu.limit" in codes(rep)
+
+
+def test_sglang_deepep_config_num_sms_mismatch_keeps_both_configs():
+    """SGLang asserts equal ``num_sms`` in ``--deepep-config``; epbuf sizes each config as given."""
+    config = {"normal_dispatch": {"num_sms": 24}, "normal_combine": {"num_sms": 20}}
+    rep = report("sglang", model="deepseek-v3", flags={"--deepep-config": config, "--deepep-mode": "normal"})
+    (lim,) = [x for x in rep.limits if x.name.startswith("--deepep-config")]
+    assert (lim.value, lim.bound, lim.ok) == (20, 24, False)
+    hidden_bytes = 7168  # param_bytes 1: FP8 dispatch output, the GPU default (version main)
+    nvl = [deepep_v1.Config(num_sms=n).get_nvl_buffer_size_hint(hidden_bytes, 8) for n in (24, 20)]
+    assert [r.num_bytes for r in rep.report.buffer("NVL buffer").regions] == nvl
+    assert rep.report.buffer("NVL buffer").num_bytes == max(nvl)
+
+
+def _deepep_ll_answers(num_experts: int, num_ranks: int) -> bool:
+    """Whether the deepep-ll backend sizes experts that do not divide over the ranks (its part of the
+    one rule; until it does, it rejects them with one line, exit 2)."""
+    plan = epbuf.Plan(hidden=7168, num_topk=8, num_experts=num_experts, num_ranks=num_ranks,
+                      num_max_tokens_per_rank=128)
+    try:
+        epbuf.report(plan, "deepep-ll")
+    except InvalidArgumentError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("argv, code, limit_name", [
+    (["engine", "sglang", "--deepep-mode", "low_latency", "--ep-num-redundant-experts", "3", "--tp-size", "16"],
+     "sglang.limit", "num_experts % group.size() == 0 (low-latency)"),
+    (["engine", "vllm", "--enable-eplb", "--num-redundant-experts", "5", "--ranks", "16"],
+     "vllm.limit", "experts (routed + redundant) % EP size == 0 (--enable-eplb)"),
+])
+def test_engine_expert_checks_with_low_latency_buffers(capsys, argv, code, limit_name):
+    """SGLang's and vLLM's own expert checks are findings on low-latency buffers too; the deepep-ll
+    report they embed adds DeepEP's own (buffer.hpp:1483)."""
+    if not _deepep_ll_answers(256 + 3, 16):
+        pytest.skip("the deepep-ll backend still rejects experts not divisible by the ranks (issue 8, backends)")
+    status, out, _ = run_cli(capsys, *argv, "--json", "--strict")
+    data = json.loads(out)
+    assert status == 1 and code in data["errors"] and data["num_bytes"] > 0
+    assert any(x["name"] == limit_name and not x["ok"] for x in data["report"]["limits"])
+
+
+def test_ll_budget_search_before_the_ceiling_version_stays_within_the_int_product():
+    """Before 4623c67 no 32 GiB ceiling caps the search; it stops where LowLatencyLayout's
+    C++ int product num_experts x T would overflow, instead of failing with exit 2."""
+    rep = report("vllm", model="deepseek-v3", num_ranks=16, flags={"--all2all-backend": "deepep_low_latency"},
+                 budget=40 << 30, backend_version="v1.2.1")
+    budget = [r for r in rep.recommendations if r.goal == "budget"]
+    assert [(r.value, r.num_bytes <= 40 << 30) for r in budget] == [(2808, True)]

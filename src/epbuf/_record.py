@@ -7,7 +7,7 @@ the project's machines ``import dataclasses`` (it pulls in ``inspect``, ``ast``,
 put together (benchmarks/README.md has the figures). ``Record`` gives the same
 behaviour the code relies on — keyword-only construction with defaults, immutability,
 ``__repr__``, ``__eq__``, ``__hash__``, ``replace`` and ``__post_init__`` — from plain
-class annotations, with no code generation.
+class annotations, with no code generation at import.
 
 >>> class Point(Record):
 ...     x: int
@@ -26,6 +26,12 @@ AttributeError: Point is frozen; use .replace(x=...)
 from __future__ import annotations
 
 __all__ = ["Record", "factory"]
+
+#: Instances of a class built through the generic ``__init__`` before its own is compiled:
+#: compiling one costs about as much as 40 generic constructions, and most classes of a
+#: one-shot command (``epbuf hint``) are built only a few times (benchmarks/README.md).
+COMPILE_AFTER = 16
+_num_instances: dict = {}
 
 
 class factory:
@@ -57,14 +63,17 @@ class Record:
         cls._record_fields = tuple(fields)
         cls._record_defaults = defaults
         if "__init__" not in cls.__dict__:
-            cls.__init__ = Record.__init__  # compiled into a fast, class-specific one on first use
+            cls.__init__ = Record.__init__  # compiled into a fast, class-specific one once used often
 
     def __init__(self, **values) -> None:
         cls = type(self)
         if cls.__dict__.get("__init__") is Record.__init__:
-            cls.__init__ = _compile_init(cls)
-            cls.__init__(self, **values)
-            return
+            count = _num_instances.get(cls, 0) + 1
+            _num_instances[cls] = count
+            if count >= COMPILE_AFTER:
+                cls.__init__ = _compile_init(cls)
+                cls.__init__(self, **values)
+                return
         self._generic_init(**values)
 
     def _generic_init(self, **values) -> None:
@@ -132,8 +141,8 @@ class Record:
 
 def _compile_init(cls: type) -> object:
     """A keyword-only ``__init__`` for ``cls`` with its defaults, like the one ``dataclasses``
-    generates, compiled the first time the class is instantiated (not at import), so only
-    the classes a command uses pay for it."""
+    generates, compiled once the class has been instantiated ``COMPILE_AFTER`` times (not at
+    import), so only the classes a command builds often pay for it."""
     params, body = [], []
     namespace: dict = {"_defaults": cls._record_defaults, "_factory": factory}
     for name in cls._record_fields:

@@ -16,7 +16,7 @@ Engines (``epbuf engine NAME``, :func:`report`):
 Each engine is an :class:`EngineSpec`: its knobs (flags and variables, spelled as the engine
 spells them, with defaults and ranges), its versions, and a *recipe* that composes the
 backend functions (``epbuf.backends.deepep_v1`` / ``deepep_v2``) or the Ascend window checks
-into an :class:`~epbuf.engines._common.EngineReport`. Modules are imported on first use.
+into an :class:`~epbuf.engines._report.EngineReport`. Modules are imported on first use.
 
 >>> from epbuf.engines import report
 >>> rep = report("vllm", hidden=5120, num_topk=8, num_experts=384, num_ranks=16,
@@ -56,16 +56,16 @@ ENGINES: dict[str, tuple[str, str, str]] = {
     "vllm": ("epbuf.engines.vllm", "ENGINE", "vLLM: DeepEP V1 high-throughput/low-latency, DeepEP V2 (NVIDIA)"),
     "sglang": ("epbuf.engines.sglang", "ENGINE", "SGLang: DeepEPBuffer (DeepEP V1 normal/low_latency/auto), DeepEP V2"),
     "megatron": ("epbuf.engines.megatron", "ENGINE", "Megatron-LM: flex dispatcher with DeepEP (fused_a2a.get_buffer)"),
-    "sgl-kernel-npu": ("epbuf.engines.ascend", "SGL_KERNEL_NPU",
+    "sgl-kernel-npu": ("epbuf.engines.sgl_kernel_npu", "ENGINE",
                        "sgl-kernel-npu deep_ep (SGLang on Ascend): HCCL_BUFFSIZE window and op checks"),
-    "mindspeed": ("epbuf.engines.ascend", "MINDSPEED", "MindSpeed: per-group HCCL buffers (adaptive and manual)"),
-    "vllm-ascend": ("epbuf.engines.ascend", "VLLM_ASCEND", "vllm-ascend: per-group HCCL buffers and the MC2 window"),
+    "mindspeed": ("epbuf.engines.mindspeed", "ENGINE", "MindSpeed: per-group HCCL buffers (adaptive and manual)"),
+    "vllm-ascend": ("epbuf.engines.vllm_ascend", "ENGINE", "vllm-ascend: per-group HCCL buffers and the MC2 window"),
 }
 
 # Where the public names live; imported on first use so that registering the `engine`
 # command (epbuf.cli) costs this module only.
-_LAZY = {"EngineSpec": "_api", "get_engine": "_api", "report": "_api", "EngineReport": "_common",
-         "Setting": "_common"}
+_LAZY = {"EngineSpec": "_api", "get_engine": "_api", "report": "_api", "EngineReport": "_report",
+         "Setting": "_knobs"}
 
 
 def engine_names() -> tuple[str, ...]:

@@ -16,7 +16,7 @@ class EngineSpec(Record):
     Attributes:
         name: registry name.
         title: display name.
-        knobs: :class:`~epbuf.engines._common.Knob` table (flags and environment variables).
+        knobs: :class:`~epbuf.engines._knobs.Knob` table (flags and environment variables).
         versions: version id -> what it is (first one listed in ``--help``).
         default_version: the version used when none is given (the newest).
         recipe: ``recipe(EngineContext) -> EngineReport``.
@@ -88,7 +88,8 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
         InvalidArgumentError: malformed or out-of-range values; configurations the engine
             itself refuses to start with.
     """
-    from ._common import EngineContext, EngineProblem, resolve_settings
+    from ._common import EngineContext
+    from ._knobs import EngineProblem, resolve_settings
 
     spec = get_engine(engine)
     c = Checker()
@@ -124,7 +125,7 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
 
 def _shape(model: object, hidden, num_topk, num_experts, num_shared) -> tuple[str, dict]:
     from ..models import ModelSpec, get_model
-    from ._common import Setting
+    from ._knobs import Setting
 
     explicit = {"hidden": hidden, "num_topk": num_topk, "num_experts": num_experts, "num_shared_experts": num_shared}
     spec = model if isinstance(model, ModelSpec) else get_model(model) if model is not None else None

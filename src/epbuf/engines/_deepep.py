@@ -12,7 +12,8 @@ from ..errors import InvalidArgumentError
 from ..report import Finding, LimitCheck
 from ..units import INT32_MAX, format_bytes, format_int
 from .._search import largest_true
-from ._common import (EngineContext, Recommendation, limit)
+from ._common import EngineContext, limit
+from ._report import Recommendation
 
 DEEPEP = "deepseek-ai/DeepEP"
 CTOR = f"{DEEPEP} csrc/legacy/buffer.hpp:107-116 @dd758ca Buffer constructor"
@@ -27,8 +28,18 @@ QP_DEPTH_SINCE = "2025-09-25"
 DEFAULT_QP_DEPTH = 1024
 
 
+#: The constructor's rank check (buffer.hpp:114), in every mode; the deepep-ll report carries it
+#: for low-latency buffers.
+RANKS_LIMIT = "num_ranks < 8 or num_ranks % 8 == 0"
+RANKS_SOURCE = f"{DEEPEP} csrc/legacy/buffer.hpp:114 @dd758ca Buffer constructor"
+RANKS_CONSEQUENCE = "DeepEP's Buffer constructor asserts it, so the engine fails at start-up; use fewer than 8 ranks " \
+                    "or a multiple of 8"
+
+
 def constructor_limits(num_nvl_bytes: int, num_rdma_bytes: int, num_ranks: int, low_latency_mode: bool) -> list[LimitCheck]:
-    """The size and rank checks of DeepEP V1's ``Buffer`` constructor (buffer.hpp:107-116)."""
+    """The size and rank checks of DeepEP V1's ``Buffer`` constructor (buffer.hpp:107-116). The
+    sizes are whatever the engine computed; a check that fails is a limit with ``ok=False``
+    (an ``error`` finding through :func:`~epbuf.engines._common.limit_findings`)."""
     out = [limit("num_nvl_bytes / 16 < INT_MAX", num_nvl_bytes // 16, "<", INT32_MAX, CTOR)]
     if num_rdma_bytes:
         out += [limit("num_nvl_bytes <= INT_MAX (num_rdma_bytes > 0)", num_nvl_bytes, "<=", INT32_MAX, CTOR),
@@ -38,16 +49,14 @@ def constructor_limits(num_nvl_bytes: int, num_rdma_bytes: int, num_ranks: int, 
                     limit("num_ranks > 8 (num_rdma_bytes > 0, normal mode)", num_ranks, ">", 8, CTOR)]
     if not low_latency_mode:
         out.append(limit("num_ranks <= 8 x NUM_MAX_RDMA_PEERS (normal mode)", num_ranks, "<=", NORMAL_MAX_RANKS, CTOR))
+    out.append(limit(RANKS_LIMIT, num_ranks % 8 if num_ranks >= 8 else 0, "==", 0, RANKS_SOURCE))
     return out
 
 
-def check_ranks(num_ranks: int, label: str) -> None:
-    """``num_ranks < 8 or num_ranks % 8 == 0`` (buffer.hpp:114): upstream refuses to start otherwise."""
-    from ._common import EngineProblem
-
-    if num_ranks > 8 and num_ranks % 8:
-        raise InvalidArgumentError([EngineProblem(label, num_ranks, "DeepEP's Buffer needs fewer than 8 ranks or "
-                                                                    f"a multiple of 8 ({CTOR})")])
+def without_low_latency_duplicates(limits: list[LimitCheck]) -> list[LimitCheck]:
+    """``limits`` minus the constructor checks a ``deepep_v1.report_low_latency`` report carries
+    itself (the RDMA size ceiling and the rank check), so a report lists each check once."""
+    return [lim for lim in limits if not lim.name.startswith("num_rdma_bytes / 16") and lim.name != RANKS_LIMIT]
 
 
 def qp_depth_applies(version) -> bool:
@@ -85,9 +94,13 @@ def ll_recommendations(ctx: EngineContext, knob: str, *, hidden: int, num_ranks:
     non-decreasing in ``T``, so the searches are exact. Values keep ``num_ranks * T % 4 == 0``."""
     from ..backends import deepep_v1
 
-    def total(t: int) -> int:
-        return fixed_bytes + max(other_rdma_bytes, deepep_v1.get_low_latency_rdma_size_hint(
-            t, hidden, num_ranks, num_experts, version=version.id))
+    def total(t: int) -> int | None:
+        """The allocation for ``t`` tokens; ``None`` where upstream cannot compute the hint."""
+        try:
+            return fixed_bytes + max(other_rdma_bytes, deepep_v1.get_low_latency_rdma_size_hint(
+                t, hidden, num_ranks, num_experts, version=version.id))
+        except InvalidArgumentError:
+            return None
 
     def down(t: int | None) -> int | None:
         while t is not None and t > 0 and not tma_ok(num_ranks, t):
@@ -97,7 +110,9 @@ def ll_recommendations(ctx: EngineContext, knob: str, *, hidden: int, num_ranks:
     ceiling = deepep_v1.max_low_latency_tokens(hidden, num_ranks, num_experts, version=version.id) \
         if version.int4_count_check else None
     caps = [c for c in (ceiling, engine_cap) if c is not None]
-    cap = min(caps) if caps else INT32_MAX
+    # LowLatencyLayout multiplies num_experts x T in C++ int (csrc/legacy/config.hpp:146, 154):
+    # beyond that no version can size the buffer, so no search goes there.
+    cap = min(caps + [INT32_MAX // max(1, num_experts)])
     recs = []
     if ceiling is not None or engine_cap is not None:
         best = down(cap)
@@ -124,7 +139,7 @@ def ll_recommendations(ctx: EngineContext, knob: str, *, hidden: int, num_ranks:
                                        message=f"the smallest {knob} that dispatches {format_int(ctx.load)} tokens per "
                                                f"rank in one call{extra_load_text}"))
     if ctx.budget is not None:
-        best = down(largest_true(1, cap, lambda t: total(t) <= ctx.budget))
+        best = down(largest_true(1, cap, lambda t: (total(t) or ctx.budget + 1) <= ctx.budget))
         recs.append(Recommendation(
             setting=knob, value=best, goal="budget", num_bytes=total(best) if best else None,
             message=(f"the largest {knob} whose buffers fit --budget {format_bytes(ctx.budget)} (exact search over "
@@ -189,17 +204,3 @@ def v2_recommendations(ctx: EngineContext, knob: str, *, num_ranks: int, num_nvl
                                    message=f"the largest {knob} whose ElasticBuffer and workspace fit --budget "
                                            f"{format_bytes(ctx.budget)} (exact search over calculate_buffer_size)"))
     return recs
-
-
-def budget_findings(prefix: str, ctx: EngineContext, total: int, per: str = "GPU") -> list[Finding]:
-    out = []
-    if ctx.budget is not None and total > ctx.budget:
-        out.append(Finding(severity="warning", code=f"{prefix}.over-budget",
-                           message=f"the buffers take {format_bytes(total)} per {per}, above --budget "
-                                   f"{format_bytes(ctx.budget)}", data={"num_bytes": total, "budget": ctx.budget}))
-    if ctx.device_num_bytes is not None and total > ctx.device_num_bytes:
-        out.append(Finding(severity="error", code=f"{prefix}.exceeds-device",
-                           message=f"the buffers take {format_bytes(total)} per {per}, more than the "
-                                   f"{format_bytes(ctx.device_num_bytes)} of {ctx.device_name}",
-                           data={"num_bytes": total, "device_num_bytes": ctx.device_num_bytes}))
-    return out

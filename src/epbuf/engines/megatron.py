@@ -27,10 +27,9 @@ from ..report import Finding, Quantity, Region, Report
 from ..units import format_bytes, format_int
 from . import _deepep
 from .._search import largest_true
-from ._common import (
-    EngineContext, EngineProblem, EngineReport, Knob, Recommendation, Setting, limit_findings, max_buffer,
-    topology,
-)
+from ._common import EngineContext, budget_findings, limit_findings, max_buffer, topology
+from ._knobs import EngineProblem, Knob, Setting
+from ._report import EngineReport, Recommendation
 
 REPO = "NVIDIA/Megatron-LM"
 COMMIT = "d98e8a64ddf3"
@@ -106,8 +105,9 @@ def recipe(ctx: EngineContext) -> EngineReport:
     DeepEP's hints over the default dispatch and combine configs at ``num_sms``.
 
     Raises:
-        InvalidArgumentError: what Megatron-LM or DeepEP refuse (a group of one rank, odd
-            ``num_sms``, EP sizes without a DeepEP config, conflicting flags).
+        InvalidArgumentError: what cannot be sized: a group of one rank, odd ``num_sms`` or EP
+            sizes without a DeepEP config (DeepEP's config tables and size hints assert against
+            them), conflicting flags.
     """
     from ..backends import deepep_v1
 
@@ -120,7 +120,6 @@ def recipe(ctx: EngineContext) -> EngineReport:
     if num_ranks < 2:
         raise InvalidArgumentError([EngineProblem("--expert-model-parallel-size", num_ranks,
                                                   f"DeepEP dispatcher requires TPxEP > 1 ({DISPATCHER}:1836)")])
-    _deepep.check_ranks(num_ranks, "--expert-model-parallel-size")
     per_node, num_nodes = topology(ctx, num_ranks)
     num_sms, sms_setting = _num_sms(ctx)
     version = deepep_v1.get_version(ctx.backend_version)
@@ -150,7 +149,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
     nvl_bytes = buffers[0].num_bytes
     rdma_bytes = buffers[1].num_bytes if len(buffers) > 1 else 0
     limits = _deepep.constructor_limits(nvl_bytes, rdma_bytes, num_ranks, False)
-    findings = limit_findings("megatron", limits)
+    findings = limit_findings("megatron", limits, {_deepep.RANKS_LIMIT: _deepep.RANKS_CONSEQUENCE})
     findings += [
         Finding(severity="info", code="megatron.hidden-bytes",
                 message=f"hidden_bytes = hidden x max(element size, 2) = {format_int(hidden_bytes)} "
@@ -162,7 +161,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
                 message="the buffers do not depend on the token count (per-channel rings of chunked tokens); "
                         "--moe-flex-dispatcher-num-sms is the knob that sizes them", data={}),
     ]
-    findings += _deepep.budget_findings("megatron", ctx, nvl_bytes + rdma_bytes)
+    findings += budget_findings("megatron", ctx, nvl_bytes + rdma_bytes)
     recs = []
     if ctx.budget is not None:
         best = largest_true(1, MAX_SEARCH_NUM_SMS // 2, lambda half: total(2 * half) <= ctx.budget)

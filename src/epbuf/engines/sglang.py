@@ -41,11 +41,12 @@ DeepEP's hints are :mod:`epbuf.backends.deepep_v1` / :mod:`epbuf.backends.deepep
 from __future__ import annotations
 
 from ..errors import InvalidArgumentError
-from ..report import Finding, Quantity, Region, Report
+from ..report import Finding, LimitCheck, Quantity, Region, Report
 from ..units import format_bytes, format_int
 from . import _deepep
-from ._common import (EngineContext, EngineProblem, EngineReport, Knob, Setting, limit, limit_findings, max_buffer,
-                      topology)
+from ._common import EngineContext, budget_findings, limit, limit_findings, max_buffer, topology
+from ._knobs import EngineProblem, Knob, Setting
+from ._report import EngineReport
 
 REPO = "sgl-project/sglang"
 TD = "python/sglang/srt/layers/moe/token_dispatcher/deepep.py"
@@ -54,6 +55,8 @@ ENVIRON = "python/sglang/srt/environ.py"
 SERVER_ARGS = "python/sglang/srt/server_args.py"
 #: "DeepEP internode_ll dispatch uses FINISHED_SUM_TAG=1024" (TD, _DeepEPDispatcherImplBase.__init__).
 MAX_DISPATCH_TOKENS = 1024
+EXPERTS_DIVIDE = "num_experts % group.size() == 0 (low-latency)"
+SAME_NUM_SMS = "--deepep-config normal_combine num_sms == normal_dispatch num_sms"
 NUM_SMS = 20  # deep_ep.Buffer.num_sms
 
 VERSIONS = {
@@ -131,7 +134,9 @@ def _param_bytes(ctx: EngineContext) -> tuple[int, str]:
 
 
 def _configs(ctx: EngineContext, num_ranks: int, version):
-    """The normal-mode (dispatch, combine) configs and num_sms: ``--deepep-config`` or DeepEP's tables."""
+    """The normal-mode (dispatch, combine) configs and num_sms: ``--deepep-config`` or DeepEP's tables.
+    SGLang takes ``num_sms`` from ``normal_dispatch`` after asserting both agree (a limit, see
+    :func:`_deepep_v1`)."""
     from ..backends import deepep_v1
 
     data = ctx.value("--deepep-config")
@@ -148,20 +153,19 @@ def _configs(ctx: EngineContext, num_ranks: int, version):
             configs.append(deepep_v1.Config(**kw))
         except TypeError as error:
             raise InvalidArgumentError([EngineProblem("--deepep-config", kw, f"{key}: {error}")]) from None
-    if configs[0].num_sms != configs[1].num_sms:
-        raise InvalidArgumentError([EngineProblem("--deepep-config", data,
-                                                  "normal_dispatch and normal_combine need the same num_sms "
-                                                  f"(SGLang asserts it, {TD} DeepEPConfig)")])
     return configs[0], configs[1], configs[0].num_sms, "--deepep-config"
 
 
 def recipe(ctx: EngineContext) -> EngineReport:
     """What SGLang allocates per GPU for ``--moe-a2a-backend`` and ``--deepep-mode``.
 
+    What SGLang or DeepEP refuse although the sizes can be computed — experts not divisible by
+    the EP size in low-latency modes, ``--deepep-config`` configs with different ``num_sms``, EP
+    sizes the ``Buffer`` constructor rejects — is a broken limit with an ``error`` finding.
+
     Raises:
-        InvalidArgumentError: what SGLang or DeepEP refuse at start-up (experts not divisible by
-            the EP size in low-latency modes, EP sizes the ``Buffer`` rejects, a malformed
-            ``--deepep-config``).
+        InvalidArgumentError: what cannot be sized: a malformed ``--deepep-config``, EP sizes
+            DeepEP's size hints assert against or have no default config for.
     """
     num_ranks, ep_setting, findings = _ep_size(ctx)
     per_node, num_nodes = topology(ctx, num_ranks)
@@ -196,12 +200,12 @@ def _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, sett
     version = deepep_v1.get_version(ctx.backend_version)
     mode = ctx.value("--deepep-mode")
     normal, low_latency = mode in ("normal", "auto"), mode in ("low_latency", "auto")
-    _deepep.check_ranks(num_ranks, "--tp-size")
     hidden = ctx.hidden
     tokens = ctx.value("SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK")
     knob = "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK"
     src = f"{REPO} {TD} DeepEPBuffer.get_deepep_buffer"
     findings = list(findings)
+    own_limits: list[LimitCheck] = []  # SGLang's own asserts; the sizes are still DeepEP's
     nvl_regions: list[Region] = []
     rdma_regions: list[Region] = []
     num_sms = NUM_SMS
@@ -209,6 +213,9 @@ def _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, sett
     settings.append(Setting(name="param_bytes", value=param_bytes, source="derived", note=pb_note))
     if normal:
         dispatch, combine, num_sms, origin = _configs(ctx, num_ranks, version)
+        if origin == "--deepep-config":
+            own_limits.append(limit(SAME_NUM_SMS, combine.num_sms, "==", dispatch.num_sms,
+                                    f"{REPO} {TD} DeepEPConfig.__init__ (assert on num_sms)"))
         hidden_bytes = hidden * param_bytes
         cfg_src = f"DeepEP {deepep_v1.CFG} @{version.short}"
         for kind, cfg in (("dispatch", dispatch), ("combine", combine)):
@@ -230,11 +237,8 @@ def _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, sett
                 data={"num_nvl_bytes": max(r.num_bytes for r in nvl_regions), "bf16_hint": bf16}))
     ll_report = None
     if low_latency:
-        if num_experts % num_ranks:
-            raise InvalidArgumentError([EngineProblem(
-                "--ep-num-redundant-experts", redundant,
-                f"experts {num_experts} must divide evenly over the EP size {num_ranks} (SGLang asserts "
-                f"num_experts % group.size() == 0, {TD})")])
+        own_limits.append(limit(EXPERTS_DIVIDE, num_experts % num_ranks, "==", 0,
+                                f"{REPO} {TD} DeepEPBuffer.get_deepep_buffer (assert before the low-latency hint)"))
         plan = Plan(hidden=hidden, num_topk=ctx.num_topk, num_experts=num_experts, num_ranks=num_ranks,
                     num_ranks_per_node=per_node, num_max_tokens_per_rank=tokens, use_fp8_dispatch=_dispatch_dtype(ctx) == "fp8",
                     version=version.id, model=ctx.model)
@@ -255,17 +259,21 @@ def _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, sett
     rdma_bytes = buffers[-1].num_bytes if buffers and buffers[-1].name.startswith("RDMA") else 0
     normal_rdma = max((r.num_bytes for r in rdma_regions if r.name.startswith("normal")), default=0)
 
-    limits = _deepep.constructor_limits(nvl_bytes, rdma_bytes, num_ranks, low_latency)
+    limits = own_limits + _deepep.constructor_limits(nvl_bytes, rdma_bytes, num_ranks, low_latency)
     limits.append(limit(f"{knob} <= 1024", tokens, "<=", MAX_DISPATCH_TOKENS,
                         f"{REPO} {TD} _DeepEPDispatcherImplBase.__init__ (FINISHED_SUM_TAG=1024)"))
     depth = ctx.value("NVSHMEM_QP_DEPTH")
     if low_latency and _deepep.qp_depth_applies(version):
         limits.append(_deepep.qp_depth_limit(depth, tokens))
     if ll_report is not None:
-        limits = [lim for lim in limits if not lim.name.startswith("num_rdma_bytes / 16")] + list(ll_report.limits)
+        limits = _deepep.without_low_latency_duplicates(limits) + list(ll_report.limits)
     own = [lim for lim in limits if not (ll_report is not None and lim in ll_report.limits)]
     findings += limit_findings("sglang", own, {
         f"{knob} <= 1024": "SGLang asserts it when the dispatcher is built",
+        EXPERTS_DIVIDE: f"SGLang asserts it before sizing the low-latency buffer (routed {ctx.num_experts} + "
+                        f"redundant {redundant}); change --ep-num-redundant-experts or the EP size",
+        SAME_NUM_SMS: "SGLang asserts it when it reads --deepep-config",
+        _deepep.RANKS_LIMIT: _deepep.RANKS_CONSEQUENCE,
         "NVSHMEM_QP_DEPTH >= (num_max_dispatch_tokens_per_rank + 1) x 2":
             f"set NVSHMEM_QP_DEPTH={(tokens + 1) * 2} or lower {knob}"})
     if ll_report is not None:
@@ -285,7 +293,7 @@ def _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, sett
         findings.append(Finding(severity="info", code="sglang.normal-token-independent",
                                 message="normal-mode buffers do not depend on the token count (per-channel rings "
                                         f"of chunked tokens); {knob} is not used", data={}))
-    findings += _deepep.budget_findings("sglang", ctx, nvl_bytes + rdma_bytes)
+    findings += budget_findings("sglang", ctx, nvl_bytes + rdma_bytes)
 
     recs = []
     if ll_report is not None:
@@ -338,7 +346,7 @@ def _deepep_v2(ctx, num_ranks, per_node, extra_experts, settings, findings):
                                 message=f"{format_int(ctx.load)} tokens per rank exceed {knob} = {format_int(tokens)}: "
                                         f"SGLang's DeepEP V2 dispatch raises ValueError ({TD_V2})",
                                 data={"load": ctx.load, "tokens": tokens}))
-    findings += _deepep.budget_findings("sglang", ctx, v2.num_bytes)
+    findings += budget_findings("sglang", ctx, v2.num_bytes)
     recs = _deepep.v2_recommendations(ctx, knob, num_ranks=num_ranks, num_nvl_ranks=per_node, hidden=ctx.hidden,
                                       num_topk=ctx.num_topk, use_fp8_dispatch=fp8, allow_hybrid_mode=hybrid,
                                       allow_multiple_reduction=True, generation=v2.inputs["version"])

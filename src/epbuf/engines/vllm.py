@@ -43,35 +43,19 @@ DeepEP's numbers come from :mod:`epbuf.backends.deepep_v1` / :mod:`epbuf.backend
 from __future__ import annotations
 
 from ..errors import InvalidArgumentError
-from ..report import Finding, Quantity, Region, Report
-from ..units import GiB, INT32_MAX, MiB, align, format_bytes, format_int
-from . import _deepep
-from .._search import largest_true
-from ._common import (
-    EngineContext, EngineProblem, EngineReport, Knob, Recommendation, Setting, fixed_buffer, limit_findings,
-    mib_ceil, topology,
-)
+from ..report import Finding, Report
+from ..units import GiB
+from . import _deepep, _vllm_all2all
+from ._common import EngineContext, limit, limit_findings, topology
+from ._knobs import EngineProblem, Knob, Setting
+from ._report import EngineReport
+from ._vllm_all2all import A2A, A2A_UTILS, REPO
 
-REPO = "vllm-project/vllm"
-A2A = "vllm/distributed/device_communicators/all2all.py @001430048e81"
-A2A_UTILS = "vllm/model_executor/layers/fused_moe/all2all_utils.py @02bd2a49"
-LL_PF = "vllm/model_executor/layers/fused_moe/prepare_finalize/deepep_ll.py @055e47c2"
-HT_PF = "vllm/model_executor/layers/fused_moe/prepare_finalize/deepep_ht.py @055e47c2"
 ENVS = "vllm/envs.py"
+LAYER = "vllm/model_executor/layers/fused_moe/layer.py @0014ec6c FusedMoE.__init__ (if self.use_ep)"
+EPLB_EVEN = "experts (routed + redundant) % EP size == 0 (--enable-eplb)"
+NO_EPLB_REDUNDANT = "redundant experts == 0 without --enable-eplb"
 ARG_UTILS = "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults"
-DEEPEP_BUF = "deepseek-ai/DeepEP csrc/legacy/buffer.hpp"
-
-#: ``DeepEPLLPrepareAndFinalize.SUPPORTED_HIDDEN_SIZES`` (LL_PF).
-SUPPORTED_HIDDEN_SIZES = (2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192)
-#: ``xfer_atom_size = 32 * 16``: HT/V2 round hidden bytes up to it (HT_PF).
-HT_HIDDEN_ALIGNMENT_BYTES = 512
-#: Activations are BF16 (``act_dtype.itemsize``).
-ACT_BYTES = 2
-#: ``DeepEPAll2AllManagerBase.__init__``: "This is the DeepEP default" (A2A).
-NUM_SMS = 20
-#: ``DeepEPHTPrepareAndFinalize``: configs passed only for these EP sizes (HT_PF).
-HT_CONFIG_RANKS = (2, 4, 8, 16, 24, 32, 64, 128, 144, 160)
-
 BACKENDS = ("deepep_low_latency", "deepep_high_throughput", "deepep_v2", "allgather_reducescatter")
 
 VERSIONS = {
@@ -123,31 +107,6 @@ KNOBS = (
 )
 
 
-def ll_hidden(hidden: int) -> int:
-    """``DeepEPLLPrepareAndFinalize.maybe_roundup_layer_hidden_size`` (LL_PF): the next supported size.
-
-    >>> ll_hidden(5120), ll_hidden(2880), ll_hidden(7000)
-    (5120, 3072, 7168)
-
-    Raises:
-        InvalidArgumentError: above 8192 (vLLM raises ``ValueError``).
-    """
-    for size in SUPPORTED_HIDDEN_SIZES:
-        if size >= hidden:
-            return size
-    raise InvalidArgumentError([EngineProblem(
-        "--hidden", hidden, f"vLLM's DeepEP low-latency path supports hidden sizes up to "
-                            f"{SUPPORTED_HIDDEN_SIZES[-1]} ({LL_PF} maybe_roundup_layer_hidden_size raises ValueError)")])
-
-
-def ht_hidden(hidden: int) -> int:
-    """HT/V2 ``maybe_roundup_layer_hidden_size`` (HT_PF): BF16 bytes rounded up to 512.
-
-    >>> ht_hidden(2880), ht_hidden(7168)
-    (3072, 7168)
-    """
-    return align(hidden * ACT_BYTES, HT_HIDDEN_ALIGNMENT_BYTES) // ACT_BYTES
-
 
 def _default_batched_tokens(ctx: EngineContext) -> tuple[int, str]:
     """``EngineArgs.get_batch_defaults`` for the OpenAI server."""
@@ -194,6 +153,15 @@ def _redundant(ctx: EngineContext) -> tuple[int, str]:
     return flag.value, "--num-redundant-experts"  # type: ignore[return-value]
 
 
+def _eplb_limits(eplb: bool, redundant: int, num_experts: int, num_ranks: int) -> list:
+    """``FusedMoE.__init__``'s expert checks with expert parallelism (LAYER): with EPLB the experts
+    (routed + redundant) divide evenly over the EP ranks; without it there are no redundant ones."""
+    if eplb:
+        return [limit(EPLB_EVEN, num_experts % num_ranks, "==", 0, f"{REPO} {LAYER}: assert self.global_num_experts "
+                                                                   "% self.ep_size == 0")]
+    return [limit(NO_EPLB_REDUNDANT, redundant, "==", 0, f"{REPO} {LAYER}: assert num_redundant_experts == 0")]
+
+
 def recipe(ctx: EngineContext) -> EngineReport:
     """What vLLM allocates per GPU for ``--all2all-backend``, with findings and recommendations.
 
@@ -205,10 +173,13 @@ def recipe(ctx: EngineContext) -> EngineReport:
       hints for the default dispatch/combine configs.
     * ``deepep_v2``: ``deepep_v2.report`` for ``ElasticBuffer(num_max_tokens_per_rank=T)``.
 
+    What vLLM refuses at start-up although the sizes can be computed — redundant experts
+    without EPLB, experts not divisible by the EP size with EPLB (``FusedMoE.__init__``), EP
+    sizes DeepEP's ``Buffer`` rejects — is a broken limit with an ``error`` finding.
+
     Raises:
-        InvalidArgumentError: what vLLM refuses at start-up (redundant experts without EPLB,
-            experts not divisible by the EP size with EPLB, hidden above 8192 for LL, EP sizes
-            DeepEP's ``Buffer`` rejects).
+        InvalidArgumentError: what cannot be sized: an EP size that disagrees with TP x DP,
+            hidden above 8192 for LL (vLLM's rounding raises), a malformed ``--eplb-config``.
     """
     s = ctx.settings
     backend = s["--all2all-backend"].value
@@ -216,18 +187,8 @@ def recipe(ctx: EngineContext) -> EngineReport:
     per_node, num_nodes = topology(ctx, num_ranks)
     redundant, redundant_from = _redundant(ctx)
     eplb = s["--enable-eplb"].value
-    problems = []
-    if redundant and not eplb:
-        problems.append(EngineProblem(redundant_from, redundant,
-                                      "must be 0 without --enable-eplb (vLLM asserts num_redundant_experts == 0)"))
     num_experts = ctx.num_experts + redundant
-    if eplb and num_experts % num_ranks:
-        problems.append(EngineProblem(redundant_from, redundant,
-                                      f"routed {ctx.num_experts} + redundant {redundant} = {num_experts} experts must "
-                                      f"divide evenly over the EP size {num_ranks} (vLLM: \"EPLB currently only "
-                                      "supports even distribution of experts across ranks\")"))
-    if problems:
-        raise InvalidArgumentError(problems)
+    eplb_limits = _eplb_limits(eplb, redundant, num_experts, num_ranks)
 
     tokens_knob = "VLLM_MOE_DP_CHUNK_SIZE" if ctx.version == "dp-chunk" else "--max-num-batched-tokens"
     if s["--max-num-batched-tokens"].value is None:
@@ -250,11 +211,11 @@ def recipe(ctx: EngineContext) -> EngineReport:
     common = dict(ctx=ctx, num_ranks=num_ranks, per_node=per_node, num_nodes=num_nodes, num_experts=num_experts,
                   redundant=redundant, tokens=tokens, tokens_knob=tokens_knob)
     if backend == "deepep_low_latency":
-        rep, recs = _low_latency(**common)
+        rep, recs = _vllm_all2all.low_latency(**common)
     elif backend == "deepep_high_throughput":
-        rep, recs = _high_throughput(**common)
+        rep, recs = _vllm_all2all.high_throughput(**common)
     elif backend == "deepep_v2":
-        rep, recs = _v2(**common)
+        rep, recs = _vllm_all2all.deepep_v2(**common)
     else:
         rep = Report(backend="vllm/allgather_reducescatter", title="vLLM allgather_reducescatter: no DeepEP buffer",
                      upstream=f"{REPO} {A2A}", inputs={"num_ranks": num_ranks}, buffers=(),
@@ -275,6 +236,12 @@ def recipe(ctx: EngineContext) -> EngineReport:
         rep = rep.replace(findings=rep.findings + (Finding(
             severity="warning", code="vllm.setting-unused", message=f"{unused[0]} does not size the buffer here: "
                                                                     f"{unused[1]}", data={"setting": unused[0]}),))
+    if eplb_limits:
+        rep = rep.replace(limits=tuple(eplb_limits) + rep.limits, findings=rep.findings + tuple(limit_findings(
+            "vllm", eplb_limits, {EPLB_EVEN: f"vLLM's FusedMoE asserts it with --enable-eplb ({redundant_from} = "
+                                             f"{redundant}; routed {ctx.num_experts} + redundant {redundant})",
+                                  NO_EPLB_REDUNDANT: f"vLLM's FusedMoE asserts it without --enable-eplb "
+                                                     f"({redundant_from}); pass --enable-eplb or 0"})))
     if not s["--enable-expert-parallel"].value and backend != "allgather_reducescatter":
         rep = rep.replace(findings=rep.findings + (Finding(
             severity="info", code="vllm.expert-parallel-assumed",
@@ -282,253 +249,6 @@ def recipe(ctx: EngineContext) -> EngineReport:
     return EngineReport(engine="vllm", version=ctx.version, version_note=VERSIONS[ctx.version],
                         title=rep.title, settings=tuple(settings), report=rep, recommendations=tuple(recs),
                         device_name=ctx.device_name, device_num_bytes=ctx.device_num_bytes, budget=ctx.budget)
-
-
-def _nvl_buffer(ctx: EngineContext, needed: int | None = None, note: str = ""):
-    mb = ctx.value("VLLM_DEEPEP_BUFFER_SIZE_MB")
-    return fixed_buffer("NVL buffer", mb * MiB, f"VLLM_DEEPEP_BUFFER_SIZE_MB = {mb} x 1024 x 1024{note}",
-                        f"{REPO} {A2A} _make_all2all_kwargs", needed=needed, region="VLLM_DEEPEP_BUFFER_SIZE_MB")
-
-
-# --- low latency -----------------------------------------------------------------------------
-def _low_latency(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, tokens, tokens_knob):
-    from ..backends import deepep_v1
-    from ..plan import Plan
-
-    hidden = ll_hidden(ctx.hidden)
-    fp8 = bool(ctx.value("--fp8-dispatch"))
-    plan = Plan(hidden=hidden, num_topk=ctx.num_topk, num_experts=ctx.num_experts, num_redundant_experts=redundant,
-                num_ranks=num_ranks, num_ranks_per_node=per_node, num_max_tokens_per_rank=tokens,
-                use_fp8_dispatch=fp8, version=ctx.backend_version, model=ctx.model)
-    ll = deepep_v1.report_low_latency(plan)
-    version = deepep_v1.get_version(ctx.backend_version)
-    nvl = _nvl_buffer(ctx)
-    rdma = ll.buffers[0].replace(name="LL RDMA buffer")
-    nvl_bytes, hint = nvl.num_bytes, rdma.num_bytes
-    own = [lim for lim in _deepep.constructor_limits(nvl_bytes, hint, num_ranks, True)
-           if not lim.name.startswith("num_rdma_bytes / 16")]  # the backend reports that one
-    depth = ctx.value("NVSHMEM_QP_DEPTH")
-    if _deepep.qp_depth_applies(version):
-        own.append(_deepep.qp_depth_limit(depth, tokens))
-    limits = own + list(ll.limits)
-    findings: list[Finding] = []
-    if hidden != ctx.hidden:
-        findings.append(Finding(severity="info", code="vllm.ll-hidden-rounded",
-                                message=f"vLLM rounds hidden {ctx.hidden} up to {hidden}, the next size DeepEP's "
-                                        f"low-latency kernels are built for ({LL_PF})",
-                                data={"hidden": ctx.hidden, "rounded": hidden}))
-    findings.append(Finding(
-        severity="info", code="vllm.ll-nvl-allocated",
-        message=f"vLLM also allocates the NVL buffer ({format_bytes(nvl_bytes)}, VLLM_DEEPEP_BUFFER_SIZE_MB) in "
-                "low-latency mode; DeepEP's low-latency kernels lay out only the RDMA buffer "
-                f"(LowLatencyLayout(rdma_buffer_ptr, ...), {DEEPEP_BUF} low_latency_dispatch @dd758ca)",
-        data={"num_nvl_bytes": nvl_bytes}))
-    ceiling = deepep_v1.max_low_latency_tokens(hidden, num_ranks, num_experts, version=version.id) \
-        if version.int4_count_check else None
-    findings += _deepep.ceiling_finding("vllm.ll-32gib-ceiling", tokens_knob, tokens, hint, hidden, num_ranks,
-                                        num_experts, ceiling, redundant)
-    findings += limit_findings("vllm", own, {
-        "NVSHMEM_QP_DEPTH >= (num_max_dispatch_tokens_per_rank + 1) x 2":
-            f"set NVSHMEM_QP_DEPTH={(tokens + 1) * 2} or lower {tokens_knob}"})
-    findings += _deepep.without_backend_ceiling(ll.findings)
-    findings += _load_findings(ctx, tokens, tokens_knob)
-    total = nvl_bytes + hint
-    findings += _deepep.budget_findings("vllm", ctx, total)
-
-    recs = _deepep.ll_recommendations(
-        ctx, tokens_knob, hidden=hidden, num_ranks=num_ranks, num_experts=num_experts, fixed_bytes=nvl_bytes,
-        other_rdma_bytes=0, version=version,
-        extra_load_text=(" (a larger per-step batch is dispatched in chunks of this size)"
-                         if tokens_knob == "VLLM_MOE_DP_CHUNK_SIZE" else
-                         " (it is also the scheduler's per-step token budget)"))
-    if _deepep.qp_depth_applies(version):
-        fix = _deepep.qp_depth_recommendation(depth, tokens)
-        if fix is not None:
-            recs.append(fix)
-    quantities = [Quantity(name="num_qps_per_rank", value=num_experts // num_ranks, source=f"{A2A} (E / R)"),
-                  Quantity(name="num_nvl_bytes", value=nvl_bytes, unit="B"),
-                  Quantity(name="num_rdma_bytes", value=hint, unit="B",
-                           source=f"{A2A}; DeepEP get_low_latency_rdma_size_hint")]
-    if ceiling is not None:
-        quantities.append(Quantity(name="max_num_max_dispatch_tokens_per_rank", value=ceiling,
-                                   source=f"{DEEPEP_BUF}:112 (num_rdma_bytes / 16 < INT_MAX)"))
-    rep = Report(
-        backend="vllm/deepep_low_latency",
-        title=f"vLLM --all2all-backend deepep_low_latency ({ctx.version}): NVL + low-latency RDMA buffers",
-        upstream=f"{REPO} {A2A} DeepEPLLAll2AllManager; {ll.upstream}",
-        inputs={"num_max_dispatch_tokens_per_rank": tokens, "hidden": hidden, "num_ranks": num_ranks,
-                "num_experts": num_experts, "num_topk": ctx.num_topk, "num_nodes": num_nodes,
-                "use_fp8_dispatch": fp8, "deepep_version": version.id},
-        buffers=(nvl, rdma), records=ll.records, quantities=tuple(quantities), findings=tuple(findings),
-        limits=tuple(limits))
-    return rep, recs
-
-
-def _load_findings(ctx: EngineContext, tokens: int, knob: str) -> list[Finding]:
-    if ctx.load is None or ctx.load <= tokens:
-        return []
-    if knob == "VLLM_MOE_DP_CHUNK_SIZE":
-        if not ctx.value("VLLM_ENABLE_MOE_DP_CHUNK"):
-            return [Finding(severity="warning", code="vllm.tokens-above-capacity",
-                            message=f"{format_int(ctx.load)} tokens per rank exceed T = {format_int(tokens)} and "
-                                    "VLLM_ENABLE_MOE_DP_CHUNK=0 turns chunking off (PR #29936): a batch above T fails "
-                                    "DeepEP's assert x.size(0) <= num_max_dispatch_tokens_per_rank (epbuf still sizes "
-                                    "T = VLLM_MOE_DP_CHUNK_SIZE; how vLLM sizes the buffer without chunking is not "
-                                    "modelled)", data={"load": ctx.load, "tokens": tokens})]
-        return [Finding(severity="info", code="vllm.dp-chunked",
-                        message=f"{format_int(ctx.load)} tokens per rank are dispatched in "
-                                f"{-(-ctx.load // tokens)} chunks of VLLM_MOE_DP_CHUNK_SIZE = {format_int(tokens)}",
-                        data={"load": ctx.load, "tokens": tokens})]
-    return [Finding(severity="info", code="vllm.scheduler-caps-load",
-                    message=f"--max-num-batched-tokens = {format_int(tokens)} caps a step below the "
-                            f"{format_int(ctx.load)} tokens per rank of --max-tokens-under-load",
-                    data={"load": ctx.load, "tokens": tokens})]
-
-
-# --- high throughput ------------------------------------------------------------------------
-def _high_throughput(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, tokens, tokens_knob):
-    from ..backends import deepep_v1
-
-    version = deepep_v1.get_version(ctx.backend_version)
-    hidden = ht_hidden(ctx.hidden)
-    fp8 = bool(ctx.value("--fp8-dispatch"))
-    _deepep.check_ranks(num_ranks, "--ep-size")
-    internode = num_nodes > 1
-    force = bool(ctx.value("VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE"))
-    mb = ctx.value("VLLM_DEEPEP_BUFFER_SIZE_MB")
-    env_bytes = mb * MiB
-    use_rdma = internode and not force
-    hidden_bytes = deepep_v1.get_hidden_bytes(hidden, fp8)
-    findings: list[Finding] = []
-    nvl_regions, rdma_regions = [], []
-    try:
-        configs = {"dispatch": deepep_v1.get_dispatch_config(num_ranks, NUM_SMS, version=version.id),
-                   "combine": deepep_v1.get_combine_config(num_ranks, NUM_SMS, version=version.id)}
-    except InvalidArgumentError as error:
-        configs = {}
-        findings.append(Finding(severity="error", code="vllm.ht-no-config",
-                                message=f"DeepEP has no default dispatch/combine config for {num_ranks} ranks, so "
-                                        f"dispatch fails ({error})", data={"num_ranks": num_ranks}))
-    cfg_src = f"DeepEP {deepep_v1.CFG} @{version.short}"
-    for kind, cfg in configs.items():
-        for regions, fn, what in ((nvl_regions, cfg.get_nvl_buffer_size_hint, "get_nvl_buffer_size_hint"),
-                                  (rdma_regions, cfg.get_rdma_buffer_size_hint, "get_rdma_buffer_size_hint")):
-            n = fn(hidden_bytes, num_ranks, version=version.id)
-            regions.append(Region(name=f"{kind} config hint", num_bytes=n, num_bytes_used=n,
-                                  formula=f"Config{cfg.as_tuple()}.{what}({format_int(hidden_bytes)}, {num_ranks})",
-                                  source=cfg_src))
-    nvl_hint = max((r.num_bytes for r in nvl_regions), default=0)
-    rdma_hint = max((r.num_bytes for r in rdma_regions), default=0)
-    nvl = _nvl_buffer(ctx, needed=nvl_hint, note=f"; DeepEP's hint for this shape: {format_int(nvl_hint)} B")
-    buffers = [nvl]
-    rdma_bytes = env_bytes if use_rdma else 0
-    if use_rdma:
-        buffers.append(fixed_buffer("RDMA buffer", rdma_bytes,
-                                    f"VLLM_DEEPEP_BUFFER_SIZE_MB = {mb} x 1024 x 1024 (internode); DeepEP's hint "
-                                    f"for this shape: {format_int(rdma_hint)} B",
-                                    f"{REPO} {A2A} _make_all2all_kwargs", needed=rdma_hint,
-                                    region="VLLM_DEEPEP_BUFFER_SIZE_MB"))
-    limits = _deepep.constructor_limits(env_bytes, rdma_bytes, num_ranks, False)
-    findings += limit_findings("vllm", limits, {
-        "num_ranks > 8 (num_rdma_bytes > 0, normal mode)":
-            "the group spans nodes with at most 8 ranks; set VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE=1"})
-    if configs:
-        for what, allocated, hint in (("NVL", env_bytes, nvl_hint), ("RDMA", rdma_bytes, rdma_hint if use_rdma else 0)):
-            if hint and allocated < hint:
-                findings.append(Finding(
-                    severity="warning", code="vllm.ht-below-hint",
-                    message=f"the {what} buffer ({format_bytes(allocated)}) is smaller than DeepEP's hint for hidden "
-                            f"{hidden} ({format_bytes(hint)}); dispatch/combine check their real need against it at "
-                            "run time (the hint reserves 128 top-k slots per token, so the real need is a little less)",
-                    data={"allocated": allocated, "hint": hint}))
-            elif hint:
-                findings.append(Finding(
-                    severity="info", code="vllm.ht-fixed-size",
-                    message=f"the {what} buffer is the fixed VLLM_DEEPEP_BUFFER_SIZE_MB = {mb} MiB; DeepEP's hint "
-                            f"for this shape is {format_bytes(hint)} ({allocated / hint:.2f}x)",
-                    data={"allocated": allocated, "hint": hint}))
-    if internode and force:
-        findings.append(Finding(severity="info", code="vllm.ht-force-intra-node",
-                                message="VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE=1: no RDMA buffer although the "
-                                        "EP group spans nodes (num_qps_per_rank = 1)", data={}))
-    if hidden != ctx.hidden:
-        findings.append(Finding(severity="info", code="vllm.ht-hidden-rounded",
-                                message=f"vLLM rounds hidden {ctx.hidden} up to {hidden} (BF16 bytes to a multiple of "
-                                        f"512, {HT_PF})", data={"hidden": ctx.hidden, "rounded": hidden}))
-    if num_ranks not in HT_CONFIG_RANKS and configs:
-        findings.append(Finding(severity="info", code="vllm.ht-config-none",
-                                message=f"vLLM passes config=None for {num_ranks} ranks; DeepEP then uses the same "
-                                        "default tables", data={}))
-    total = env_bytes + rdma_bytes
-    findings += _deepep.budget_findings("vllm", ctx, total)
-
-    cap = 2047 if use_rdma else (INT32_MAX * 16 - 1) // MiB  # the constructor's INT_MAX checks, in MiB
-    nbuf = 2 if use_rdma else 1
-    recs = [Recommendation(setting="VLLM_DEEPEP_BUFFER_SIZE_MB", value=cap, goal="limit", num_bytes=cap * MiB * nbuf,
-                           message="the largest value DeepEP's Buffer constructor accepts here "
-                                   + ("(NVL and RDMA bytes <= INT_MAX)" if use_rdma else "(NVL bytes / 16 < INT_MAX)"))]
-    need = max(nvl_hint, rdma_hint if use_rdma else 0)
-    if need:
-        value = mib_ceil(need)
-        recs.append(Recommendation(setting="VLLM_DEEPEP_BUFFER_SIZE_MB", value=value if value <= cap else None,
-                                   goal="load", num_bytes=value * MiB * nbuf,
-                                   message="the smallest value that holds DeepEP's own hints for this shape "
-                                           "(high-throughput buffers do not depend on the token count)"))
-    if ctx.budget is not None:
-        best = largest_true(0, cap, lambda m: m * MiB * nbuf <= ctx.budget)
-        recs.append(Recommendation(setting="VLLM_DEEPEP_BUFFER_SIZE_MB", value=best, goal="budget",
-                                   num_bytes=best * MiB * nbuf if best is not None else None,
-                                   message=f"the largest value whose {nbuf} buffer(s) fit --budget "
-                                           f"{format_bytes(ctx.budget)}"))
-    inputs = {"hidden": hidden, "hidden_bytes": hidden_bytes, "num_ranks": num_ranks, "num_nodes": num_nodes,
-              "internode": internode, "num_sms": NUM_SMS, "deepep_version": version.id}
-    quantities = [Quantity(name="num_qps_per_rank", value=NUM_SMS // 2 if use_rdma else 1, source=A2A),
-                  Quantity(name="num_nvl_bytes", value=env_bytes, unit="B"),
-                  Quantity(name="num_rdma_bytes", value=rdma_bytes, unit="B"),
-                  Quantity(name="deepep_nvl_hint", value=nvl_hint, unit="B", source=cfg_src),
-                  Quantity(name="deepep_rdma_hint", value=rdma_hint, unit="B", source=cfg_src)]
-    rep = Report(backend="vllm/deepep_high_throughput",
-                 title="vLLM --all2all-backend deepep_high_throughput: fixed NVL" + (" + RDMA" if use_rdma else "")
-                       + " buffers",
-                 upstream=f"{REPO} {A2A} DeepEPHTAll2AllManager; DeepEP @{version.short}", inputs=inputs,
-                 buffers=tuple(buffers), quantities=tuple(quantities),
-                 findings=tuple(findings), limits=tuple(limits))
-    return rep, recs
-
-
-# --- DeepEP V2 -------------------------------------------------------------------------------
-def _v2(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, tokens, tokens_knob):
-    from ..backends import deepep_v2
-    from ..plan import Plan
-
-    hidden = ht_hidden(ctx.hidden)
-    fp8 = bool(ctx.value("--fp8-dispatch"))
-    hybrid = bool(ctx.value("VLLM_DEEPEP_V2_ALLOW_HYBRID_MODE"))
-    amr = bool(ctx.value("VLLM_DEEPEP_V2_ALLOW_MULTIPLE_REDUCTION"))
-    plan = Plan(hidden=hidden, num_topk=ctx.num_topk, num_experts=ctx.num_experts, num_redundant_experts=redundant,
-                num_ranks=num_ranks, num_ranks_per_node=per_node, num_max_tokens_per_rank=tokens,
-                use_fp8_dispatch=fp8, allow_hybrid_mode=hybrid, allow_multiple_reduction=amr,
-                version=ctx.backend_version, model=ctx.model)
-    v2 = deepep_v2.report(plan)
-    findings = list(v2.findings)
-    findings += _load_findings(ctx, tokens, tokens_knob)
-    findings += _deepep.budget_findings("vllm", ctx, v2.num_bytes)
-    if hidden != ctx.hidden:
-        findings.append(Finding(severity="info", code="vllm.v2-hidden-rounded",
-                                message=f"vLLM rounds hidden {ctx.hidden} up to {hidden} (BF16 bytes to a multiple of "
-                                        f"512)", data={"hidden": ctx.hidden, "rounded": hidden}))
-    if ctx.version == "dp-chunk":
-        findings.append(Finding(severity="info", code="vllm.v2-version",
-                                message="DeepEP V2 support postdates PR #39107 in vLLM; sized here with "
-                                        "VLLM_MOE_DP_CHUNK_SIZE as T as --engine-version dp-chunk asks", data={}))
-    recs = _deepep.v2_recommendations(ctx, tokens_knob, num_ranks=num_ranks, num_nvl_ranks=per_node, hidden=hidden,
-                                      num_topk=ctx.num_topk, use_fp8_dispatch=fp8, allow_hybrid_mode=hybrid,
-                                      allow_multiple_reduction=amr, generation=v2.inputs["version"])
-    rep = v2.replace(backend="vllm/deepep_v2",
-                     title=f"vLLM --all2all-backend deepep_v2 ({ctx.version}): {v2.title}",
-                     upstream=f"{REPO} {A2A} DeepEPV2All2AllManager; {v2.upstream}",
-                     findings=tuple(findings))
-    return rep, recs
 
 
 def _engine():

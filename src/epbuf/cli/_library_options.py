@@ -1,0 +1,83 @@
+"""Plan options of the EP libraries beyond DeepEP: UCCL-EP, MORI-EP and pplx-kernels.
+
+Kept apart from :mod:`epbuf.cli._options` so each library's knobs sit in one place;
+:func:`add_library_options` adds the groups, :func:`library_fields` reads them into
+:class:`~epbuf.plan.Plan` keyword arguments (no formulas here).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ._types import int_arg
+
+__all__ = ["add_library_options", "library_fields"]
+
+
+def add_library_options(p: argparse.ArgumentParser) -> None:
+    x = p.add_argument_group("UCCL-EP options (uccl-ep, uccl-ll)")
+    x.add_argument("--platform", choices=("cuda", "rocm"),
+                   help="GPU platform of the build (default cuda; rocm when --device names an AMD GPU)")
+    x.add_argument("--nic", choices=("ib", "efa", "intel", "host-memory"),
+                   help="network path: ib (GPU memory registered, default), efa (EFA configs, atomic buffer in host "
+                        "memory), intel (atomic buffer in host memory), host-memory (RDMA and atomic buffers in "
+                        "pinned host memory)")
+    x.add_argument("--per-expert-batching", dest="per_expert_batching", action="store_true",
+                   help="UCCL-EP built with PER_EXPERT_BATCHING=1 (low-latency send buffer per expert)")
+    o = p.add_argument_group("MORI-EP / pplx-kernels options")
+    o.add_argument("--kernel-type", dest="kernel_type", metavar="NAME",
+                   help="mori-ep: IntraNode, IntraNodeLL, InterNode, InterNodeV1, InterNodeV1LL, AsyncLL; "
+                        "pplx: intranode, internode (default: from the topology)")
+    o.add_argument("--max-total-recv-tokens", dest="max_total_recv_tokens", type=int_arg(">= 0; 0 means no cap", lo=0),
+                   default=0, help="mori-ep: cap on the tokens one rank receives per dispatch (default 0: no cap)")
+    o.add_argument("--quant-type", dest="quant_type", metavar="NAME", default="none",
+                   help="mori-ep: combine quantization none, fp8_direct_cast, fp8_blockwise, fp4_blockwise (default none)")
+    o.add_argument("--dp-group-size", dest="dp_group_size", type=int_arg(">= 1"), default=1,
+                   help="pplx: dp_size, the ranks that share one DP group's tokens (attention TP size; default 1)")
+    o.add_argument("--num-scale-bytes", dest="num_scale_bytes", type=int_arg(">= 0", lo=0),
+                   help="mori-ep, pplx: scale bytes per token (default FP8: ceil(hidden/128) x 4, BF16: 0)")
+    o.add_argument("--max-token-type-size", dest="max_token_type_size", type=int_arg("1..8"),
+                   help="mori-ep: bytes of the widest token element (default 2, BF16)")
+    o.add_argument("--env", dest="env", metavar="NAME=VALUE", action="append", default=[],
+                   help="an environment variable the library reads (MORI_SHMEM_HEAP_SIZE, MORI_SHMEM_MODE, "
+                        "MORI_EP_COMM, MORI_FP8_COMBINE_SCALE_DIM, NVSHMEM_SYMMETRIC_SIZE); repeatable")
+
+
+def library_fields(args: argparse.Namespace) -> dict:
+    """The Plan fields of :func:`add_library_options`."""
+    return {
+        "platform": _platform_from_args(args),
+        "nic": args.nic,
+        "per_expert_batching": args.per_expert_batching,
+        "kernel_type": args.kernel_type,
+        "max_total_recv_tokens": args.max_total_recv_tokens,
+        "quant_type": args.quant_type,
+        "dp_group_size": args.dp_group_size,
+        "num_scale_bytes": args.num_scale_bytes,
+        "max_token_type_size": args.max_token_type_size,
+        "env": env_pairs(args.env, "env"),
+    }
+
+
+def _platform_from_args(args: argparse.Namespace) -> str | None:
+    """``--platform``, else ``rocm`` when ``--device`` names an AMD GPU, else None."""
+    if args.platform is not None:
+        return args.platform
+    if getattr(args, "device", None):
+        from ..devices import get_device
+
+        return "rocm" if get_device(args.device).vendor == "AMD" else None
+    return None
+
+
+def env_pairs(items: list[str], argument: str = "env") -> tuple:
+    """``--env NAME=VALUE`` options as ``(name, value)`` pairs."""
+    pairs = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            from ..errors import InvalidArgumentError, Problem
+
+            raise InvalidArgumentError([Problem(argument, item, "use NAME=VALUE, e.g. --env MORI_SHMEM_HEAP_SIZE=8G")])
+        pairs.append((name.strip(), value))
+    return tuple(pairs)

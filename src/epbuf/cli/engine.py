@@ -1,0 +1,156 @@
+"""``epbuf engine NAME ...``: what a serving or training engine allocates with its flags and
+environment (:mod:`epbuf.engines`). No formulas live here.
+
+:func:`configure` registers one sub-command per engine, cheaply: each engine's full option set
+(its own flags, ``--env NAME=VALUE``, the shared epbuf options) is built only when that engine
+runs (:func:`build_engine_parser`), so other ``epbuf`` commands never import the engines.
+``--json`` prints schema ``epbuf.engine/1`` (documented in :mod:`epbuf.engines`); ``--strict``
+exits with status 1 on any error finding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._options import (
+    Parser, RawDescriptionFormatter, add_device_options, add_model_options, device_from_args, has_error_finding, int_arg, model_from_args,
+    positive_bytes_arg, print_json,
+)
+
+__all__ = ["configure", "build_engine_parser", "report_from_args", "run"]
+
+PROG = "epbuf engine"
+
+
+def configure(p: argparse.ArgumentParser, command: str) -> None:
+    """Add one sub-command per engine to ``p`` (the parser of ``epbuf engine``)."""
+    from ..engines import ENGINES
+
+    p.description = ("Size the expert-parallel communication buffers an engine allocates per device with the flags "
+                     "and environment it is launched with; report the limits it will hit and what to set instead. "
+                     "`epbuf engine NAME --help` lists NAME's options.")
+    engines = p.add_subparsers(dest="engine", metavar="ENGINE", parser_class=Parser)
+    for name, (_, _, description) in ENGINES.items():
+        stub = engines.add_parser(name, help=description, add_help=False, prefix_chars="\x00")
+        stub.add_argument("engine_args", nargs=argparse.REMAINDER)
+    p.set_defaults(run=run, engine=None, engine_args=[])
+
+
+def build_engine_parser(name: str) -> argparse.ArgumentParser:
+    """The full parser of ``epbuf engine NAME`` (shared options, the engine's flags, ``--env``)."""
+    from ..engines import get_engine
+
+    spec = get_engine(name)
+    env_knobs = [k for k in spec.knobs if k.is_env]
+    epilog = ["environment variables (--env NAME=VALUE, repeatable):"]
+    for k in env_knobs:
+        default = "unset" if k.default is None else (int(k.default) if isinstance(k.default, bool) else k.default)
+        note = "" if k.affects_size else "; no size effect"
+        epilog.append(f"  {k.name} (default {default}; {k.allowed()}{note}): {k.help}")
+    p = Parser(prog=f"{PROG} {name}", allow_abbrev=False, formatter_class=RawDescriptionFormatter,
+               description=f"{spec.title}: what it allocates per device, the limits it hits, what to set. "
+                           f"{spec.ranks_help}.",
+               epilog="\n".join(epilog))
+    add_model_options(p, "model (explicit --hidden/--topk/--experts override it; default deepseek-v3)")
+    g = p.add_argument_group("shape and topology")
+    aliases = spec.aliases
+    g.add_argument("--hidden", *aliases.get("hidden", ()), dest="hidden", type=int_arg(">= 1"), help="hidden size")
+    g.add_argument("--topk", *aliases.get("num_topk", ()), dest="topk", type=int_arg(">= 0", lo=0),
+                   help="routed experts per token")
+    g.add_argument("--experts", *aliases.get("num_experts", ()), dest="experts", type=int_arg(">= 1"),
+                   help="routed experts")
+    g.add_argument("--ranks", *aliases.get("num_ranks", ()), dest="ranks", type=int_arg(">= 1"),
+                   help=f"expert-parallel size ({spec.ranks_help})")
+    g.add_argument("--nodes", type=int_arg(">= 1"), help="nodes the EP group spans")
+    g.add_argument("--gpus-per-node", *aliases.get("num_ranks_per_node", ()), dest="gpus_per_node",
+                   type=int_arg(">= 1"), help="devices per node (default min(ranks, 8))")
+    d = p.add_argument_group("device memory and planning")
+    add_device_options(d)
+    d.add_argument("--budget", type=positive_bytes_arg, metavar="SIZE",
+                   help="memory these buffers may take per device, e.g. 8GiB (adds budget recommendations)")
+    d.add_argument("--max-tokens-under-load", dest="max_tokens_under_load", type=int_arg(">= 1"), metavar="N",
+                   help=f"most tokens one rank dispatches in one call under your load: {spec.load_help}")
+    v = p.add_argument_group("versions")
+    v.add_argument("--engine-version", dest="engine_version", choices=tuple(spec.versions),
+                   help="; ".join(f"{k}: {t}" for k, t in spec.versions.items()) + f" (default {spec.default_version})")
+    if spec.gpu:
+        from ..plan import backend_versions
+
+        v.add_argument("--backend-version", "--deepep-version", dest="backend_version", metavar="ID",
+                       help="DeepEP formula generation or commit (default newest): V1 "
+                            + ", ".join(backend_versions("deepep-v1")[1]) + "; V2 "
+                            + ", ".join(backend_versions("deepep-v2")[1]))
+    e = p.add_argument_group(f"{spec.title} settings (spelled as {spec.title} spells them)")
+    for k in spec.knobs:
+        if k.is_env:
+            continue
+        default = "" if k.default is None or k.kind == "flag" else f" (default {k.default})"
+        env = f"; or {k.env}" if k.env else ""
+        if k.kind == "flag":
+            e.add_argument(k.name, *k.aliases, dest=f"knob_{k.dest}", action="store_true", default=None,
+                           help=k.help + env)
+        else:
+            e.add_argument(k.name, *k.aliases, dest=f"knob_{k.dest}", metavar=k.kind.upper() if k.kind != "choice"
+                           else "{" + ",".join(k.choices) + "}", help=f"{k.help}{default}; {k.allowed()}{env}")
+    e.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="an environment variable the engine reads (see the list below); repeatable")
+    o = p.add_argument_group("output")
+    o.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.engine/1)")
+    o.add_argument("--verbose", action="store_true", help="also regions, notes and every limit")
+    o.add_argument("--strict", action="store_true",
+                   help="exit with status 1 when the configuration breaks an upstream limit (an error finding)")
+    return p
+
+
+def _env_pairs(items: list[str]) -> dict[str, str]:
+    from ..engines._knobs import EngineProblem
+    from ..errors import InvalidArgumentError
+
+    env: dict[str, str] = {}
+    problems = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            problems.append(EngineProblem("--env", item, "expected NAME=VALUE, e.g. VLLM_DEEPEP_BUFFER_SIZE_MB=1024"))
+            continue
+        env[name.strip()] = value
+    if problems:
+        raise InvalidArgumentError(problems)
+    return env
+
+
+def report_from_args(name: str, opts: argparse.Namespace):
+    """The :class:`~epbuf.engines._report.EngineReport` for parsed options (no arithmetic here)."""
+    from ..engines import get_engine, report
+
+    spec = get_engine(name)
+    flags = {k.name: getattr(opts, f"knob_{k.dest}") for k in spec.knobs if not k.is_env}
+    return report(
+        name, model=model_from_args(opts), hidden=opts.hidden, num_topk=opts.topk, num_experts=opts.experts,
+        num_ranks=opts.ranks, num_nodes=opts.nodes, num_ranks_per_node=opts.gpus_per_node, flags=flags,
+        env=_env_pairs(opts.env), version=opts.engine_version, backend_version=getattr(opts, "backend_version", None),
+        max_tokens_under_load=opts.max_tokens_under_load, budget=opts.budget, device=device_from_args(opts))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``epbuf engine NAME [options]``: table, or JSON with ``--json``; status 1 with
+    ``--strict`` when an error finding is reported."""
+    name = getattr(args, "engine", None)
+    if name is None:
+        from ..engines import ENGINES
+
+        sys.stderr.write("usage: epbuf engine ENGINE [options]; engines: " + ", ".join(ENGINES) + "\n")
+        return 2
+    opts = build_engine_parser(name).parse_args(args.engine_args)
+    rep = report_from_args(name, opts)
+    status = 1 if opts.strict and has_error_finding(rep.findings) else 0
+    if opts.json:
+        from ..engines._report import engine_report_to_dict
+
+        print_json(engine_report_to_dict(rep))
+        return status
+    from ..render import render_engine_report
+
+    sys.stdout.write(render_engine_report(rep, verbose=opts.verbose))
+    return status

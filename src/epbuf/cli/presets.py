@@ -1,0 +1,71 @@
+"""The preset tables: ``epbuf models``, ``epbuf devices`` and ``epbuf versions`` (the upstream
+formula generations each backend follows, ``--backend-version``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._options import print_json
+
+_DESCRIPTIONS = {
+    "models": "MoE model presets usable with --model.",
+    "devices": "Accelerator presets usable with --device.",
+    "versions": "Upstream commits whose arithmetic epbuf reproduces, per backend.",
+}
+
+
+def configure(p: argparse.ArgumentParser, command: str) -> None:
+    p.description = _DESCRIPTIONS[command]
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run={"models": run_models, "devices": run_devices, "versions": run_versions}[command])
+
+
+def run_models(args: argparse.Namespace) -> int:
+    from ..models import MODELS
+
+    if args.json:
+        print_json({"schema": "epbuf.models/1", "models": [m.as_dict() for m in MODELS.values()]})
+        return 0
+    from ..render import table
+    from ..units import format_int
+
+    rows = [[m.name, format_int(m.hidden), format_int(m.num_experts), format_int(m.num_topk),
+             format_int(m.num_shared_experts), m.source] for m in MODELS.values()]
+    sys.stdout.write(table(["model", "hidden", "experts", "top-k", "shared", "source (config.json)"], rows,
+                           right={1, 2, 3, 4}, indent="") + "\n")
+    return 0
+
+
+def run_devices(args: argparse.Namespace) -> int:
+    from ..devices import DEVICES
+
+    if args.json:
+        print_json({"schema": "epbuf.devices/1", "devices": [d.as_dict() for d in DEVICES.values()]})
+        return 0
+    from ..render import table
+    from ..units import format_bytes, format_int
+
+    rows = [[d.name, d.title, format_int(d.num_bytes), format_bytes(d.num_bytes), d.label, str(d.ranks_per_node),
+             d.source] for d in DEVICES.values()]
+    sys.stdout.write(table(["device", "title", "bytes", "", "label", "per node", "source"], rows,
+                           right={2, 3, 5}, indent="") + "\n")
+    return 0
+
+
+def run_versions(args: argparse.Namespace) -> int:
+    from ..plan import backend_names, backend_versions
+
+    data = {}
+    for name in backend_names():
+        default, versions = backend_versions(name)
+        data[name] = {"default": default, "versions": versions}
+    if args.json:
+        print_json({"schema": "epbuf.versions/1", "backends": data})
+        return 0
+    for name, entry in data.items():
+        sys.stdout.write(f"{name}\n")
+        for vid, text in entry["versions"].items():
+            mark = " (default)" if vid == entry["default"] else ""
+            sys.stdout.write(f"  {vid or '-'}{mark}: {text.removeprefix(vid + ': ')}\n")
+    return 0

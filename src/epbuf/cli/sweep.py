@@ -1,0 +1,98 @@
+"""``epbuf sweep``: every combination of the listed values for every backend — table, ``--csv``,
+``--json`` (schema ``epbuf.sweep/1``), ``--plot``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._options import (
+    DEFAULT_EXPERTS, DEFAULT_HIDDEN, DEFAULT_RANKS, DEFAULT_TOKENS, DEFAULT_TOPK, add_device_options, add_model_options,
+    chosen_backends, device_from_args, int_arg, print_json, shape_from_args,
+)
+
+
+def configure(p: argparse.ArgumentParser, command: str) -> None:
+    p.description = ("Every combination of the listed values, for every backend. Lists are 8,16,32; ranges 1:64 "
+                     "(inclusive), 128:4096:128 (step) or 128:8192:*2 (geometric).")
+    add_model_options(p, "model (explicit lists override it)")
+    g = p.add_argument_group("axes")
+    g.add_argument("--backends", help="comma-separated backends (default: all)")
+    g.add_argument("--hidden", metavar="LIST", help=f"hidden sizes (default {DEFAULT_HIDDEN})")
+    g.add_argument("--topk", metavar="LIST", help=f"top-k values (default {DEFAULT_TOPK})")
+    g.add_argument("--experts", metavar="LIST", help=f"expert counts (default {DEFAULT_EXPERTS})")
+    g.add_argument("--ranks", metavar="LIST", help=f"EP sizes (default {DEFAULT_RANKS})")
+    g.add_argument("--tokens", metavar="LIST", help=f"num_max_tokens_per_rank values (default {DEFAULT_TOKENS})")
+    g.add_argument("--dtype", metavar="LIST", default="fp8", help="fp8, bf16 or fp8,bf16 (default fp8)")
+    g.add_argument("--gpus-per-node", dest="gpus_per_node", type=int_arg(">= 1"),
+                   help="scale-up domain size (default min(ranks, 8))")
+    g.add_argument("--redundant-experts", dest="redundant_experts", type=int_arg(">= 0", lo=0), default=0,
+                   help="EPLB redundant experts added to the expert count (default 0)")
+    d = p.add_argument_group("output (--device / --hbm draw the capacity on the plot)")
+    add_device_options(d)
+    d.add_argument("--csv", metavar="FILE", help="write every row as CSV")
+    d.add_argument("--plot", metavar="FILE", help="write a PNG (or .svg) plot; needs epbuf[plot] (matplotlib)")
+    d.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.sweep/1)")
+    d.add_argument("--quiet", action="store_true", help="no table on stdout (with --csv / --plot)")
+    p.set_defaults(run=run)
+
+
+def _axes(args: argparse.Namespace) -> tuple[dict, str]:
+    from ..sweep import parse_values
+
+    shape = shape_from_args(argparse.Namespace(**{**vars(args), "hidden": None, "topk": None, "experts": None}))
+    axes = {
+        "hidden": parse_values(args.hidden, "--hidden") if args.hidden else [shape["hidden"]],
+        "num_topk": parse_values(args.topk, "--topk") if args.topk else [shape["num_topk"]],
+        "num_experts": parse_values(args.experts, "--experts") if args.experts else [shape["num_experts"]],
+        "num_ranks": parse_values(args.ranks, "--ranks") if args.ranks else [DEFAULT_RANKS],
+        "num_max_tokens_per_rank": parse_values(args.tokens, "--tokens") if args.tokens else [DEFAULT_TOKENS],
+    }
+    dtypes = [t.strip().lower() for t in args.dtype.split(",") if t.strip()]
+    if not dtypes or any(t not in ("fp8", "bf16") for t in dtypes):
+        from ..errors import InvalidArgumentError, Problem
+
+        raise InvalidArgumentError([Problem("dtype", args.dtype, "use fp8, bf16 or fp8,bf16")])
+    axes["use_fp8_dispatch"] = list(dict.fromkeys(t == "fp8" for t in dtypes))
+    return axes, shape["model"]
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..plan import Plan
+    from ..sweep import sweep
+
+    axes, model = _axes(args)
+    base = Plan(hidden=axes["hidden"][0], num_topk=axes["num_topk"][0], num_experts=axes["num_experts"][0],
+                num_ranks=axes["num_ranks"][0], num_max_tokens_per_rank=axes["num_max_tokens_per_rank"][0],
+                use_fp8_dispatch=axes["use_fp8_dispatch"][0], num_ranks_per_node=args.gpus_per_node,
+                num_redundant_experts=args.redundant_experts, model=model)
+    result = sweep(base, axes, chosen_backends(args.backends))
+    device = device_from_args(args)
+    if args.csv:
+        import csv
+        import io as _io
+
+        from ..io import write_text_atomic
+
+        buffer = _io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(result.columns)
+        writer.writerows(["" if v is None else v for v in row] for row in result.rows)
+        write_text_atomic(args.csv, buffer.getvalue(), option="--csv")
+    if args.plot:
+        from ..plot import plot_sweep
+
+        plot_sweep(result, args.plot, capacity=device, title=f"{model or 'custom shape'}: total device allocation")
+    if args.json:
+        print_json({"schema": "epbuf.sweep/1", "columns": list(result.columns), "varying": list(result.varying),
+                    "rows": [list(row) for row in result.rows]})
+        return 0
+    if args.quiet:
+        return 0
+    from ..render import render_sweep
+
+    sys.stdout.write(render_sweep(result, device))
+    for path, what in ((args.csv, "CSV"), (args.plot, "plot")):
+        if path:
+            sys.stdout.write(f"wrote {what}: {path}\n")
+    return 0

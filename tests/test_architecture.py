@@ -1,0 +1,150 @@
+"""The shape of the package: every module imports on its own, the import graph has no cycle
+(lazy, function-level imports included), each command imports only what it needs, and a
+command is one module plus one line of ``epbuf.cli.COMMANDS``."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import epbuf
+from epbuf.cli import COMMANDS, build_parser
+
+SRC = Path(epbuf.__file__).resolve().parent
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    """``{dotted name: (path, is_package)}`` of every module of epbuf (``__main__`` modules excluded:
+    importing them runs the command)."""
+    out = {}
+    for path in sorted(SRC.rglob("*.py")):
+        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+        if parts[-1] == "__main__":
+            continue
+        is_package = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path, is_package: bool) -> set[str]:
+    """epbuf modules that ``name`` imports anywhere in its text (top level or inside functions)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name.split(".") if is_package else name.split(".")[:-1]
+                package = package[:len(package) - node.level + 1]
+                base = ".".join(package + ([node.module] if node.module else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in MODULES:  # epbuf.x.attribute -> epbuf.x
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def test_the_import_graph_has_no_cycle():
+    """No module reaches itself through imports, lazy ones included (``engines/cli.py`` once
+    took ``cli.py``'s helpers while ``cli.py`` imported it)."""
+    graph = {name: _imports(name, *entry) for name, entry in MODULES.items()}
+    assert "epbuf.cli._options" in graph["epbuf.cli.engine"]  # the walk sees function-level imports too
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt] if nxt in path else [node, nxt]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+
+
+def _import_alone(name: str) -> tuple[str, int, str]:
+    done = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True)
+    return name, done.returncode, (done.stderr.strip().splitlines() or [""])[-1]
+
+
+def test_every_module_imports_alone_in_a_fresh_interpreter():
+    """Each module imports first, in its own interpreter: no module relies on another having
+    been imported before it (what an import cycle breaks)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(_import_alone, sorted(MODULES)))
+    failures = [f"{name}: {err}" for name, code, err in results if code != 0]
+    assert failures == []
+    assert len(results) == len(MODULES) > 40
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["hint"], {"epbuf.cli.hint", "epbuf.backends.ascend"}),
+    (["hint", "--backend", "deepep-v2", "--json"], {"epbuf.cli.hint", "epbuf.backends.deepep_v2"}),
+    (["models"], {"epbuf.cli.presets", "epbuf.models"}),
+    (["engine", "mindspeed"], {"epbuf.cli.engine", "epbuf.engines.mindspeed", "epbuf.engines._hccl"}),
+])
+def test_a_command_imports_only_its_own_modules(argv, expected):
+    probe = (
+        "import sys, io, contextlib\n"
+        "from epbuf.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main({argv!r}) == 0\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith('epbuf'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    loaded = set(out.split(","))
+    assert expected <= loaded
+    other_commands = {f"epbuf.cli.{m}" for m, _ in COMMANDS.values()} - {f"epbuf.cli.{COMMANDS[argv[0]][0]}"}
+    assert loaded & other_commands == set()
+    if argv[0] != "engine":
+        assert not any(m.startswith("epbuf.engines") for m in loaded), loaded
+    assert not {"epbuf.fit", "epbuf.sweep", "epbuf.svg", "epbuf.plot"} & loaded
+
+
+def test_a_command_is_one_module_and_one_line():
+    """Every registry line names a module with ``configure`` and a run function, and the full
+    parser lists exactly the registry's commands."""
+    import importlib
+
+    sub = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)][0]
+    assert list(sub.choices) == list(COMMANDS)
+    for name, (module, help_text) in COMMANDS.items():
+        mod = importlib.import_module(f"epbuf.cli.{module}")
+        assert callable(mod.configure) and help_text
+        assert callable(sub.choices[name].get_default("run"))
+    # With a command first, only that command is registered (the others cost nothing).
+    sub = [a for a in build_parser(["fit"])._actions if isinstance(a, argparse._SubParsersAction)][0]
+    assert list(sub.choices) == ["fit"]
+
+
+@pytest.mark.parametrize("package", ["cli", "engines"])
+def test_modules_stay_a_few_hundred_lines(package):
+    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in (SRC / package).glob("*.py")}
+    assert max(sizes.values()) <= 400, sizes
+
+
+def test_python_m_epbuf_and_the_console_entry_point():
+    from epbuf.cli import main
+
+    assert callable(main)
+    for argv in ([sys.executable, "-m", "epbuf", "versions"], [sys.executable, "-m", "epbuf.cli", "versions"]):
+        done = subprocess.run(argv, capture_output=True, text=True)
+        assert done.returncode == 0 and done.stdout.startswith("ascend"), done.stderr
