@@ -549,6 +549,68 @@ def _run_versions(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- simulate -----------------------------------------------------------------------
+def _add_simulate(sub) -> None:
+    p = sub.add_parser("simulate", help="route tokens through a backend: occupancy, traffic per link, time",
+                       description="Route generated or recorded tokens (numpy, epbuf[sim]) through one backend's "
+                                   "buffers: reserved vs used slots per region, bytes per rank pair and link, "
+                                   "a time estimate, DeepEP's benchmark byte accounting. --device names the link "
+                                   "preset (h800, h100, h200, b200, b300, gb200, a100-80gb, ascend-910b, ascend-a3).")
+    _add_plan_options(p)
+    g = p.add_argument_group("routing")
+    src = g.add_mutually_exclusive_group()
+    src.add_argument("--routing", default="uniform", metavar="SPEC",
+                     help="uniform | zipf:S | hot:SHARE[:N] | group[:N_GROUP:TOPK_GROUP] | node:M | all-to-one[:RANK] "
+                          "| spread-ranks | spread-nodes (default uniform)")
+    src.add_argument("--routing-file", metavar="PATH", help="a recorded topk_idx [ranks, tokens, top-k]: .npy or .pt")
+    g.add_argument("--seed", type=_int_arg(">= 0", lo=0), default=0, help="routing seed (default 0)")
+    g.add_argument("--num-tokens", type=_int_arg(">= 0", lo=0), help="tokens each rank routes (default --tokens)")
+    g.add_argument("--masked-ratio", type=float, default=0.0, help="share of top-k entries set to -1 (default 0)")
+    g.add_argument("--expert-alignment", type=_int_arg(">= 1"), default=1, help="expert_alignment (default 1)")
+    g.add_argument("--save-routing", metavar="FILE", help="also write the routing as .npy")
+    k = p.add_argument_group("links (time estimate; default: the preset upstream published on)")
+    k.add_argument("--network", metavar="NAME", help="scale-out NIC preset replacing the device's: cx7, cx8")
+    k.add_argument("--nvlink-gbps", type=float, help="scale-up GB/s per rank and direction")
+    k.add_argument("--rdma-gbps", type=float, help="scale-out GB/s per rank and direction")
+    k.add_argument("--latency-us", type=float, help="latency per link in microseconds")
+    p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.simulate/1)")
+    p.add_argument("--plot", metavar="FILE", help="write the traffic heatmap and occupancy bars (PNG; needs epbuf[plot])")
+    p.set_defaults(run=_run_simulate)
+
+
+def _run_simulate(args: argparse.Namespace) -> int:
+    from .simulate import simulate_options, terminal_progress, to_dict
+
+    progress = terminal_progress(sys.stderr)
+    try:
+        sim, routing = simulate_options(
+            _plan_from_args(args), args.backend, routing=args.routing, routing_file=args.routing_file,
+            seed=args.seed, num_tokens=args.num_tokens, masked_ratio=args.masked_ratio,
+            expert_alignment=args.expert_alignment, device=args.device, network=args.network,
+            nvlink_gbps=args.nvlink_gbps, rdma_gbps=args.rdma_gbps, latency_us=args.latency_us,
+            adopt_file_topk=args.topk is None and not args.model and not args.model_config, progress=progress)
+    finally:
+        progress.done()
+    if args.save_routing:
+        from .routing import save
+
+        save(args.save_routing, routing)
+    if args.plot:
+        from .simulate.plot import plot_simulation
+
+        plot_simulation(sim, args.plot)
+    if args.json:
+        _print_json(to_dict(sim))
+    else:
+        from .simulate.render import render_simulation
+
+        sys.stdout.write(render_simulation(sim))
+        for path, what in ((args.plot, "plot"), (args.save_routing, "routing")):
+            if path:
+                sys.stdout.write(f"wrote {what}: {path}\n")
+    return 1 if sim.violations else 0
+
+
 class _Absorb:
     """Stands in for the parser of a subcommand that is not being run: it accepts and
     ignores option definitions, so ``epbuf hint`` does not pay for building the options of
@@ -572,7 +634,7 @@ class _Subcommands:
         return _Absorb()
 
 
-COMMANDS = ("hint", "layout", "compare", "fit", "sweep", "models", "devices", "versions", "engine")
+COMMANDS = ("hint", "layout", "compare", "fit", "sweep", "simulate", "models", "devices", "versions", "engine")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -593,6 +655,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     _add_compare(sub)
     _add_fit(sub)
     _add_sweep(sub)
+    _add_simulate(sub)
     _add_models(sub)
     _add_devices(sub)
     _add_versions(sub)
