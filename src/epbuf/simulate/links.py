@@ -70,13 +70,14 @@ _PRESETS = (
        source="arthurchiao.art 'GPU notes' §3.1 and table §4: 910B HCCS peer-to-peer (no switch), "
               "bi-directional GPU-to-GPU max 56 GB/s, one-to-many total 392 GB/s: per direction 28 GB/s per "
               f"peer, 196 GB/s in all; no public per-NPU RoCE figure found: give --rdma-gbps; {_P2P}"),
-    _l(name="ascend-a3", title="Huawei Ascend 910C (Atlas A3 / CloudMatrix384, UB) + RoCE 400 Gb/s", scaleup="UB",
-       scaleup_gbps=392.0, scaleup_latency_us=DEFAULT_LATENCY_US, scaleout="RoCE", scaleout_gbps=50.0,
-       scaleout_latency_us=IB_LATENCY_US, scaleup_domain=384,
+    _l(name="ascend-a3", title="Huawei Ascend 910C die (Atlas A3 / CloudMatrix384, UB) + RoCE", scaleup="UB",
+       scaleup_gbps=196.0, scaleup_latency_us=DEFAULT_LATENCY_US, scaleout="RoCE", scaleout_gbps=25.0,
+       scaleout_latency_us=IB_LATENCY_US, scaleup_domain=768,
        source="Zuo et al., 'Serving Large Language Models on Huawei CloudMatrix384' (arXiv:2506.12708, 2025) "
               "§3, as summarized in public write-ups: UB plane 'over 392 GB/s of unidirectional bandwidth' per "
-              "910C, RDMA plane 'up to 400 Gbps of unidirectional' per NPU, 384 NPUs in one UB domain; "
-              f"{_P2P}; {_IB}"),
+              "910C, RDMA plane 'up to 400 Gbps of unidirectional' per NPU, 384 NPUs in one UB domain; a rank is "
+              "one of the 910C's two dies (epbuf devices ascend-a3), so each die gets half: 196 GB/s UB, "
+              f"25 GB/s RoCE, 768 ranks per domain; {_P2P}; {_IB}"),
 )
 
 #: Preset name -> :class:`LinkSpec`. Keys follow ``epbuf devices`` names where the device exists there.
