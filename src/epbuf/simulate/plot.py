@@ -28,8 +28,7 @@ def plot_simulation(sim: Simulation, path: str) -> None:
     ax = fig.add_subplot(grid[0])
     top = np.nanmax(pairs) if np.isfinite(pairs).any() else 0.0
     scale, unit = (1e9, "GB") if top >= 1e9 else (1e6, "MB") if top >= 1e6 else (1e3, "kB")
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("#bdbdbd")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="#bdbdbd")
     image = ax.imshow(pairs / scale, cmap=cmap, interpolation="nearest", aspect="equal", vmin=0)
     bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
     bar.set_label(f"bytes sent over a link ({unit})")
