@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -347,7 +348,7 @@ def test_published_rows_cover_every_table_and_model_one_exactly():
     comparisons = compare(rows)
     table = render_markdown(comparisons)
     assert len(comparisons) == 4 and all(c.modelled > 0 for c in comparisons)
-    docs = open("docs/simulate.md", encoding="utf-8").read()
+    docs = (pathlib.Path(__file__).parents[1] / "docs" / "simulate.md").read_text(encoding="utf-8")
     for line in table.splitlines()[2:]:
         assert line in docs, line  # the documented side-by-side is what the code computes
 
@@ -432,3 +433,12 @@ def test_progress_only_on_a_terminal():
 def test_to_dict_without_pairs_is_smaller():
     sim = simulate(_plan(), "ascend", Routing(HAND, 4))
     assert "pair_messages" not in to_dict(sim, include_pairs=False)["traffic"]["dispatch"]
+
+
+def test_a_scale_up_domain_larger_than_the_device_is_a_warning():
+    plan = epbuf.Plan(hidden=7168, num_topk=8, num_experts=64, num_ranks=16, num_max_tokens_per_rank=8,
+                      num_ranks_per_node=16)
+    r = generate("uniform", num_ranks=16, num_tokens=8, num_experts=64, num_topk=8, seed=0)
+    codes = [f.code for f in simulate(plan, "ascend", r, links=get_links("h800")).findings]
+    assert codes == ["simulate.scaleup-domain"]
+    assert simulate(plan, "ascend", r, links=get_links("ascend-a3")).findings == ()

@@ -103,6 +103,12 @@ def simulate(plan, backend: str, routing, *, links=None, expert_alignment: int =
                         "formula allowed a routing of at most --tokens tokens per rank to overflow it",
                 data={"region": r.region, "phase": r.phase, "rank": r.peak_row[0], "row": r.peak_row[1],
                       "used": r.peak_row_slots, "slots": r.slots}))
+    if links is not None and per_node > links.scaleup_domain:
+        findings.append(Finding(
+            severity="warning", code="simulate.scaleup-domain",
+            message=f"{per_node} ranks per scale-up domain, but one {links.title} domain holds "
+                    f"{links.scaleup_domain}; pairs inside it are timed as scale-up ({links.scaleup}) traffic",
+            data={"num_ranks_per_node": per_node, "scaleup_domain": links.scaleup_domain}))
     info = RoutingInfo(name=routing.name, description=routing.description, seed=routing.seed,
                        num_ranks=routing.num_ranks, num_tokens=routing.num_tokens, num_topk=routing.num_topk,
                        num_experts=routing.num_experts, num_selections=routing.num_selections,
