@@ -106,7 +106,7 @@ def render_simulation(sim: Simulation) -> str:
     out.append(table(["phase", "message B", "messages", "scale-up", "scale-out", "local",
                       "busiest scale-up out / in", "busiest scale-out out / in"], rows, right={1, 2, 3, 4, 5, 6, 7}))
     for t in sim.traffic:
-        out.append(f"  {t.phase}: one message per {t.per} ({t.record}); {t.path}")
+        out.append(f"  {t.phase}: one message per {t.per}, record '{t.record}'; path: {t.path}")
     out.append("")
 
     # --- time ---------------------------------------------------------------------------
