@@ -180,6 +180,7 @@ def test_deepep_v1_rings_never_hold_more_than_their_slots():
     assert nvl.is_ring and nvl.peak_streamed_row > nvl.slots  # more tokens stream through than a ring holds
     assert nvl.peak_row_slots == nvl.slots and nvl.within  # flow control: never more than its slots
     assert nvl.streamed_slots[:3] == (16 * 4096, 16 * 4096, 0)  # every token reaches ranks 0 and 1 once
+    assert nvl.chunk_slots == epbuf.report(plan, "deepep-v1").inputs["dispatch_config"][1]
     rdma = _region(sim, "dispatch", "RDMA channel rings")
     assert sum(rdma.streamed_slots) == 16 * 4096  # once per (token, node): everything to node 0
 
@@ -394,6 +395,7 @@ def test_cli_text_plot_and_saved_routing(tmp_path, capsys):
     (["--masked-ratio", "1.5"], "masked_ratio"),
     (["--network", "bogus"], "--network"),
     (["--ranks", "16", "--device", "ascend-910b"], "give --rdma-gbps"),
+    (["--hbm", "80GB"], "not used by simulate"),
 ])
 def test_cli_errors_are_one_line(argv, text, capsys):
     status, out, err = _run(["simulate", "--topk", "8", "--tokens", "4096", "--num-tokens", "16", *argv], capsys)
@@ -442,3 +444,13 @@ def test_a_scale_up_domain_larger_than_the_device_is_a_warning():
     codes = [f.code for f in simulate(plan, "ascend", r, links=get_links("h800")).findings]
     assert codes == ["simulate.scaleup-domain"]
     assert simulate(plan, "ascend", r, links=get_links("ascend-a3")).findings == ()
+
+
+def test_large_scale_up_devices_keep_the_ep_group_in_one_domain():
+    plan = epbuf.Plan(hidden=7168, num_topk=8, num_experts=64, num_ranks=32, num_max_tokens_per_rank=8)
+    sim, _ = simulate_options(plan, "ascend", device="ascend-a3")
+    assert sim.num_ranks_per_node == 32 and sim.phase_traffic("dispatch").scaleout_bytes == 0
+    sim, _ = simulate_options(plan, "ascend", device="h800")
+    assert sim.num_ranks_per_node == 8 and sim.phase_traffic("dispatch").scaleout_bytes > 0
+    sim, _ = simulate_options(plan.replace(num_ranks_per_node=8), "ascend", device="ascend-a3")
+    assert sim.num_ranks_per_node == 8  # an explicit --gpus-per-node wins

@@ -581,6 +581,10 @@ def _add_simulate(sub) -> None:
 def _run_simulate(args: argparse.Namespace) -> int:
     from .simulate import simulate_options, terminal_progress, to_dict
 
+    if args.hbm:
+        from .errors import InvalidArgumentError, Problem
+
+        raise InvalidArgumentError([Problem("hbm", args.hbm, "not used by simulate; --device names the link preset")])
     progress = terminal_progress(sys.stderr)
     try:
         sim, routing = simulate_options(

@@ -137,6 +137,11 @@ def simulate_options(plan, backend: str, *, routing: str = "uniform", routing_fi
     say = progress or (lambda stage, done=None, total=None: None)
     links = custom_links(get_links(device or DEFAULT_LINKS[backend]), network=network, nvlink_gbps=nvlink_gbps,
                          rdma_gbps=rdma_gbps, latency_us=latency_us)
+    if plan.num_ranks_per_node is None and links.scaleup_domain > plan.ranks_per_node:
+        # no --gpus-per-node: a device whose scale-up domain spans more than 8 ranks (NVL72, A3
+        # SuperPoD) keeps as many ranks in one domain as divide the EP size
+        per_node = max(d for d in range(1, min(plan.num_ranks, links.scaleup_domain) + 1) if plan.num_ranks % d == 0)
+        plan = plan.replace(num_ranks_per_node=per_node)
     if routing_file is not None:
         say("reading the routing")
         r = routing_module.load(routing_file, num_ranks=plan.num_ranks, num_experts=plan.num_total_experts,
@@ -202,7 +207,8 @@ def to_dict(sim: Simulation, *, include_pairs: bool = True) -> dict:
              "peak_used_bytes": u.peak_used_bytes, "headroom_slots": u.headroom_slots,
              "headroom_bytes": u.headroom_bytes, "peak_row_slots": u.peak_row_slots, "peak_row": list(u.peak_row),
              "within": u.within, "ring": u.is_ring, "streamed_slots": list(u.streamed_slots),
-             "peak_streamed_row": u.peak_streamed_row, "semantics": u.semantics, "source": u.source}
+             "peak_streamed_row": u.peak_streamed_row, "chunk_slots": u.chunk_slots, "semantics": u.semantics,
+             "source": u.source}
             for u in sim.regions
         ],
         "experts": {k: (list(v) if isinstance(v, tuple) else v) for k, v in sim.experts.as_dict().items()},

@@ -49,7 +49,8 @@ def ranks_per_node(report: Report, plan) -> int:
 
 
 def _use(phase: str, buffer: str, region: str, used, slots: int, *, row: str, record: str, slot_bytes: int,
-         used_slot_bytes: int, num_bytes: int, semantics: str, source: str, streamed=None) -> RegionUse:
+         used_slot_bytes: int, num_bytes: int, semantics: str, source: str, streamed=None,
+         chunk_slots: int = 0) -> RegionUse:
     """A :class:`RegionUse` from ``used[rank, row]`` (numpy, slots per row)."""
     np = numpy()
     used = np.asarray(used, dtype=np.int64)
@@ -69,6 +70,7 @@ def _use(phase: str, buffer: str, region: str, used, slots: int, *, row: str, re
         semantics=semantics, source=source,
         streamed_slots=tuple(streamed.sum(axis=1).tolist()) if streamed is not None else (),
         peak_streamed_row=int(streamed.max()) if streamed is not None and streamed.size else 0,
+        chunk_slots=chunk_slots,
     )
 
 
@@ -248,7 +250,8 @@ def _v1(report: Report, plan, stats) -> list[RegionUse]:
     nvl_buffer, rdma_buffer = report.buffer("NVL buffer"), report.buffer("RDMA buffer")
     crt = stats.channel_rank_tokens(channels)  # [s, d, c]
     out = []
-    for phase, (_, _, nvl_slots, _, rdma_slots) in configs.items():
+    # Config(num_sms, nvl_chunked_send, nvl_chunked_recv, rdma_chunked_send, rdma_chunked_recv)
+    for phase, (_, nvl_chunk, nvl_slots, rdma_chunk, rdma_slots) in configs.items():
         if rdma == 1:
             # intranode: ring (channel c, source rank s) at the destination d
             streamed = crt.transpose(1, 2, 0).reshape(n, channels * n)  # [d, (c, s)]
@@ -268,7 +271,7 @@ def _v1(report: Report, plan, stats) -> list[RegionUse]:
         out.append(_use(phase, nvl_buffer.name, "NVL channel rings", streamed, nvl_slots,
                         row="ring (channel x NVL peer)", record="NVL hint slot",
                         slot_bytes=q["NVL_hint_slot_num_bytes"], used_slot_bytes=q["NVL_hint_slot_num_bytes"],
-                        num_bytes=nvl_buffer.num_bytes, streamed=streamed,
+                        num_bytes=nvl_buffer.num_bytes, streamed=streamed, chunk_slots=nvl_chunk,
                         semantics=f"tokens stream through {channels} channels x {nvl} peers, "
                                   f"{nvl_slots}-slot rings with flow control", source=src))
         if rdma > 1:
@@ -280,7 +283,7 @@ def _v1(report: Report, plan, stats) -> list[RegionUse]:
             out.append(_use(phase, rdma_buffer.name, "RDMA channel rings", streamed, rdma_slots,
                             row="ring (channel x RDMA rank)", record="RDMA hint slot",
                             slot_bytes=q["RDMA_hint_slot_num_bytes"], used_slot_bytes=q["RDMA_hint_slot_num_bytes"],
-                            num_bytes=rdma_buffer.num_bytes, streamed=streamed,
+                            num_bytes=rdma_buffer.num_bytes, streamed=streamed, chunk_slots=rdma_chunk,
                             semantics=f"tokens of rank (a, i) for node b stream through {channels} channels' "
                                       f"{rdma_slots}-slot RDMA rings at (b, i)",
                             source="csrc/kernels/legacy/internode.cu:526-530, 590, 631, 818-822 (RDMA rings per "

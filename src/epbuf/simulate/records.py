@@ -38,6 +38,8 @@ class RegionUse(Record):
         source: upstream kernel lines the semantics come from.
         streamed_slots: rings only: per rank, tokens streamed through its rings.
         peak_streamed_row: rings only: the most tokens through one ring.
+        chunk_slots: rings only: tokens a sender moves per chunk (the config's
+            ``num_max_*_chunked_send_tokens``).
     """
 
     phase: str
@@ -57,6 +59,7 @@ class RegionUse(Record):
     source: str = ""
     streamed_slots: tuple = ()
     peak_streamed_row: int = 0
+    chunk_slots: int = 0
 
     @property
     def reserved_slots(self) -> int:

@@ -66,9 +66,11 @@ def render_simulation(sim: Simulation) -> str:
     rings = [u for u in sim.regions if u.is_ring]
     for u in rings:
         passes = -(-u.peak_streamed_row // u.slots) if u.slots else 0
+        chunks = -(-u.peak_streamed_row // u.chunk_slots) if u.chunk_slots else 0
         out.append(f"  {u.phase} {u.region}: up to {format_int(u.peak_streamed_row)} tokens stream through one "
-                   f"{format_int(u.slots)}-slot ring ({passes} pass{'es' if passes != 1 else ''}); flow control keeps "
-                   f"at most {format_int(u.slots)} in it")
+                   f"{format_int(u.slots)}-slot ring ({passes} pass{'es' if passes != 1 else ''}"
+                   + (f", {format_int(chunks)} chunks of <= {u.chunk_slots} tokens" if u.chunk_slots else "")
+                   + f"); flow control keeps at most {format_int(u.slots)} in it")
     sizes = {u.slot_bytes - u.used_slot_bytes for u in sim.regions if u.slot_bytes != u.used_slot_bytes}
     if sizes:
         out.append("  peak bytes count the records a real run writes; reserved slots are sized for the hint's "
