@@ -22,7 +22,6 @@ from epbuf.simulate import simulate, simulate_options, terminal_progress, to_dic
 from epbuf.simulate.counts import RoutingStats, reference_counts  # noqa: E402
 from epbuf.simulate.links import LINKS, custom_links, get_links  # noqa: E402
 from epbuf.simulate.published import ROWS, compare, render_markdown  # noqa: E402
-from epbuf.simulate.timing import phase_time  # noqa: E402
 from epbuf.simulate.traffic import FP8_FACTOR  # noqa: E402
 
 # A routing small enough to check by hand: 2 ranks, 4 experts (2 per rank), top-2, 3 tokens.

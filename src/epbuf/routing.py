@@ -326,7 +326,6 @@ def zipf(num_ranks: int, num_tokens, num_experts: int, num_topk: int, *, exponen
     if not isinstance(exponent, (int, float)) or isinstance(exponent, bool) or not exponent > 0 \
             or not math.isfinite(exponent):
         raise _problem("routing", f"zipf:{exponent}", "the Zipf exponent must be a number > 0, e.g. zipf:1.2")
-    np = numpy()
     counts = _tokens_per_rank(num_ranks, num_tokens)
     rng = _rng(seed)
     popularity = rng.permutation(num_experts)  # expert -> popularity rank (0 = most popular)
@@ -549,7 +548,6 @@ def mask(topk_idx, masked_ratio: float, *, seed: int | None = 0):
     (DeepEP ``tests/elastic/test_ep.py:78-80 @dd758ca`` ``--masked-ratio``)."""
     if isinstance(masked_ratio, bool) or not isinstance(masked_ratio, (int, float)) or not 0 <= masked_ratio < 1:
         raise _problem("masked_ratio", masked_ratio, "allowed 0 <= ratio < 1")
-    np = numpy()
     out = topk_idx.copy()
     if masked_ratio > 0:
         out[_rng(seed).random(out.shape) < masked_ratio] = -1

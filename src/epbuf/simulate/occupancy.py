@@ -94,7 +94,6 @@ def _real_record(report: Report, record: str):
 
 # ------------------------------------------------------------------ DeepEP-Ascend
 def _ascend(report: Report, plan, stats) -> list[RegionUse]:
-    np = numpy()
     n, k = stats.num_ranks, stats.num_topk
     out = []
     buffer, region = _region(report, "dispatch receive buffer")
@@ -121,7 +120,6 @@ def _ascend(report: Report, plan, stats) -> list[RegionUse]:
                   + ("the expert rank" if rank_layout else "the highest top-k lane naming that rank"),
         source=_ASC_C + ": slot_group_idx = kNumRanks < kNumTopk ? rank_idx : master_topk_idx; "
                "remote_offset = (slot_group_idx * kNumMaxTokensPerRank + src_token_idx) * kNumTokenBytes"))
-    del np
     return out
 
 
@@ -242,7 +240,6 @@ def _v2(report: Report, plan, stats) -> list[RegionUse]:
 
 # ------------------------------------------------------------ DeepEP V1 normal mode
 def _v1(report: Report, plan, stats) -> list[RegionUse]:
-    np = numpy()
     q = {x.name: x.value for x in report.quantities}
     channels, nvl, rdma = q["num_channels"], q["num_nvl_ranks"], q["num_rdma_ranks"]
     n = stats.num_ranks
@@ -288,7 +285,6 @@ def _v1(report: Report, plan, stats) -> list[RegionUse]:
                                       f"{rdma_slots}-slot RDMA rings at (b, i)",
                             source="csrc/kernels/legacy/internode.cu:526-530, 590, 631, 818-822 (RDMA rings per "
                                    "channel and RDMA rank; own node into the recv side) @dd758ca"))
-    del np
     return out
 
 
