@@ -453,3 +453,63 @@ def test_large_scale_up_devices_keep_the_ep_group_in_one_domain():
     assert sim.num_ranks_per_node == 8 and sim.phase_traffic("dispatch").scaleout_bytes > 0
     sim, _ = simulate_options(plan.replace(num_ranks_per_node=8), "ascend", device="ascend-a3")
     assert sim.num_ranks_per_node == 8  # an explicit --gpus-per-node wins
+
+
+@pytest.mark.parametrize("k", [4, 3])
+def test_hybrid_occupancy_matches_a_token_by_token_walk(k):
+    """DeepEP V2 hybrid, walked token by token as the kernels route them: (a, i) sends a token
+    once per node b to forwarder (b, i) (scaleout_recv_buffer row a), which forwards it once per
+    destination rank (b, l) (scaleup_recv_buffer row i there); combine returns one result per
+    (token, rank) to the forwarder — row l when top-k >= scale-up ranks (rank layout), else the
+    row of the highest lane naming that rank — and one per (token, node) to (a, i)."""
+    so, su, t, per_rank = 2, 4, 20, 2
+    n = so * su
+    r = generate("uniform", num_ranks=n, num_tokens=t, num_experts=n * per_rank, num_topk=k, seed=5, masked_ratio=0.2)
+    plan = epbuf.Plan(hidden=7168, num_topk=k, num_experts=n * per_rank, num_ranks=n, num_max_tokens_per_rank=t,
+                      num_ranks_per_node=su)
+    sim = simulate(plan, "deepep-v2", r)
+    scaleup = np.zeros((n, su), int)       # at (b, l), row i
+    scaleout = np.zeros((n, so), int)      # at (b, i), row a
+    c_scaleup = np.zeros((n, max(su, k)), int)  # combine at forwarder (b, i), row l or master lane
+    c_scaleout = np.zeros((n, so), int)    # combine at source (a, i), row b
+    c_send = np.zeros(n, int)              # combine at forwarder (b, i): results for other nodes
+    for src in range(n):
+        a, i = divmod(src, su)
+        for token in r.topk_idx[src]:
+            ranks = {int(e) // per_rank for e in token if e >= 0}
+            for b in {d // su for d in ranks}:
+                scaleout[b * su + i, a] += 1
+                c_scaleout[src, b] += 1
+                if b != a:
+                    c_send[b * su + i] += 1
+            for d in ranks:
+                b, l = divmod(d, su)
+                scaleup[d, i] += 1
+                master = max(j for j, e in enumerate(token) if e >= 0 and int(e) // per_rank == d)
+                c_scaleup[b * su + i, l if k >= su else master] += 1
+    c_scaleup = c_scaleup[:, :min(su, k)]
+    expect = {("dispatch", "scaleup_recv_buffer"): scaleup, ("dispatch", "scaleout_recv_buffer"): scaleout,
+              ("combine", "scaleup_recv_buffer"): c_scaleup, ("combine", "scaleout_recv_buffer"): c_scaleout,
+              ("combine", "scaleout_send_buffer"): c_send[:, None]}
+    for (phase, name), table in expect.items():
+        u = _region(sim, phase, name)
+        assert u.used_slots == tuple(table.sum(axis=1)), name
+        assert u.peak_row_slots == table.max(), name
+
+
+def test_deepep_v1_internode_streams_match_a_token_by_token_walk():
+    n, t, k, per_rank, nvl = 16, 30, 4, 2, 8
+    r = generate("uniform", num_ranks=n, num_tokens=t, num_experts=n * per_rank, num_topk=k, seed=1)
+    plan = epbuf.Plan(hidden=7168, num_topk=k, num_experts=n * per_rank, num_ranks=n, num_max_tokens_per_rank=t)
+    sim = simulate(plan, "deepep-v1", r)
+    rdma, nvl_streams = np.zeros(n, int), np.zeros(n, int)
+    for src in range(n):
+        a, i = divmod(src, nvl)
+        for token in r.topk_idx[src]:
+            ranks = {int(e) // per_rank for e in token if e >= 0}
+            for b in {d // nvl for d in ranks}:
+                rdma[b * nvl + i] += 1        # RDMA ring at forwarder (b, i)
+            for d in ranks:
+                nvl_streams[d] += 1           # NVL ring at the destination
+    assert _region(sim, "dispatch", "RDMA channel rings").streamed_slots == tuple(rdma)
+    assert _region(sim, "dispatch", "NVL channel rings").streamed_slots == tuple(nvl_streams)
