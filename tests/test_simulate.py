@@ -513,3 +513,16 @@ def test_deepep_v1_internode_streams_match_a_token_by_token_walk():
                 nvl_streams[d] += 1           # NVL ring at the destination
     assert _region(sim, "dispatch", "RDMA channel rings").streamed_slots == tuple(rdma)
     assert _region(sim, "dispatch", "NVL channel rings").streamed_slots == tuple(nvl_streams)
+
+
+def test_console_script_simulate():
+    """Once through the installed entry point (or python -m epbuf), as a user runs it."""
+    import os
+    import shutil
+
+    script = shutil.which("epbuf", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    command = [script] if script else [sys.executable, "-m", "epbuf"]
+    done = subprocess.run(command + ["simulate", "--ranks", "8", "--topk", "8", "--tokens", "32", "--json"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["schema"] == "epbuf.simulate/1"
