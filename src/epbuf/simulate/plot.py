@@ -57,10 +57,13 @@ def plot_simulation(sim: Simulation, path: str) -> None:
     ax.barh(y - 0.18, mean, height=0.34, color="#9ecae1", label="mean over ranks")
     ax.scatter(row, y, marker="|", s=260, color="#d62728", zorder=5, linewidths=2.2, label="fullest row")
     for yi, u, p in zip(y, regions, peak):
-        ax.text(101.5, yi, f"{p:.0f} % of {format_bytes(u.num_bytes)}", va="center", fontsize=8.5)
+        text = f"{p:.0f} % of {format_bytes(u.num_bytes)}"
+        if u.is_ring and u.slots:
+            text += f"\nbusiest ring streams {u.peak_streamed_row / u.slots:.1f}x its slots"
+        ax.text(101.5, yi, text, va="center", fontsize=8.5)
     ax.set_yticks(y)
     ax.set_yticklabels(labels, fontsize=9)
-    ax.set_xlim(0, 135)
+    ax.set_xlim(0, 150 if any(u.is_ring for u in regions) else 135)
     ax.set_xticks([0, 25, 50, 75, 100])
     ax.set_xlabel("share of the reserved slots (%)")
     ax.axvline(100, color="#555555", linewidth=1.0, linestyle="--")
