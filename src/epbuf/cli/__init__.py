@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("compare", "the same model/topology/tokens across every backend, side by side"),
     "fit": ("fit", "the largest tokens per rank (or EP size) whose allocation fits a budget"),
     "sweep": ("sweep", "many configurations across backends: table, CSV, JSON, plot"),
+    "simulate": ("simulate", "route tokens through a backend: occupancy, traffic per link, time"),
     "models": ("presets", "the model presets, with their sources"),
     "devices": ("presets", "the device memory presets, with their sources"),
     "versions": ("presets", "the upstream formula generations each backend supports (--backend-version)"),

@@ -65,8 +65,12 @@ def _platform_from_args(args: argparse.Namespace) -> str | None:
         return args.platform
     if getattr(args, "device", None):
         from ..devices import get_device
+        from ..errors import UnknownNameError
 
-        return "rocm" if get_device(args.device).vendor == "AMD" else None
+        try:
+            return "rocm" if get_device(args.device).vendor == "AMD" else None
+        except UnknownNameError:  # the command names the unknown device itself (simulate: link presets)
+            return None
     return None
 
 

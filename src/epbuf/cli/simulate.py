@@ -1,0 +1,74 @@
+"""``epbuf simulate``: route tokens through one backend's buffers — reserved vs used slots per
+region, bytes per rank pair and link, a time estimate (``--json``: schema ``epbuf.simulate/1``).
+numpy (``epbuf[sim]``) is imported by the library only when this command runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._options import add_plan_options, int_arg, plan_from_args, print_json
+
+
+def configure(p: argparse.ArgumentParser, command: str) -> None:
+    p.description = ("Route generated or recorded tokens (numpy, epbuf[sim]) through one backend's buffers: "
+                     "reserved vs used slots per region, bytes per rank pair and link, a time estimate, "
+                     "DeepEP's benchmark byte accounting. --device names the link preset (h800, h100, h200, "
+                     "b200, b300, gb200, a100-80gb, ascend-910b, ascend-a3).")
+    add_plan_options(p)
+    g = p.add_argument_group("routing")
+    src = g.add_mutually_exclusive_group()
+    src.add_argument("--routing", default="uniform", metavar="SPEC",
+                     help="uniform | zipf:S | hot:SHARE[:N] | group[:N_GROUP:TOPK_GROUP] | node:M | all-to-one[:RANK] "
+                          "| spread-ranks | spread-nodes (default uniform)")
+    src.add_argument("--routing-file", metavar="PATH", help="a recorded topk_idx [ranks, tokens, top-k]: .npy or .pt")
+    g.add_argument("--seed", type=int_arg(">= 0", lo=0), default=0, help="routing seed (default 0)")
+    g.add_argument("--num-tokens", type=int_arg(">= 0", lo=0), help="tokens each rank routes (default --tokens)")
+    g.add_argument("--masked-ratio", type=float, default=0.0, help="share of top-k entries set to -1 (default 0)")
+    g.add_argument("--expert-alignment", type=int_arg(">= 1"), default=1, help="expert_alignment (default 1)")
+    g.add_argument("--save-routing", metavar="FILE", help="also write the routing as .npy")
+    k = p.add_argument_group("links (time estimate; default: the preset upstream published on)")
+    k.add_argument("--network", metavar="NAME", help="scale-out NIC preset replacing the device's: cx7, cx8")
+    k.add_argument("--nvlink-gbps", type=float, help="scale-up GB/s per rank and direction")
+    k.add_argument("--rdma-gbps", type=float, help="scale-out GB/s per rank and direction")
+    k.add_argument("--latency-us", type=float, help="latency per link in microseconds")
+    p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.simulate/1)")
+    p.add_argument("--plot", metavar="FILE", help="write the traffic heatmap and occupancy bars (PNG; needs epbuf[plot])")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..simulate import simulate_options, terminal_progress, to_dict
+
+    if args.hbm:
+        from ..errors import InvalidArgumentError, Problem
+
+        raise InvalidArgumentError([Problem("hbm", args.hbm, "not used by simulate; --device names the link preset")])
+    progress = terminal_progress(sys.stderr)
+    try:
+        sim, routing = simulate_options(
+            plan_from_args(args), args.backend, routing=args.routing, routing_file=args.routing_file,
+            seed=args.seed, num_tokens=args.num_tokens, masked_ratio=args.masked_ratio,
+            expert_alignment=args.expert_alignment, device=args.device, network=args.network,
+            nvlink_gbps=args.nvlink_gbps, rdma_gbps=args.rdma_gbps, latency_us=args.latency_us,
+            adopt_file_topk=args.topk is None and not args.model and not args.model_config, progress=progress)
+    finally:
+        progress.done()
+    if args.save_routing:
+        from ..routing import save
+
+        save(args.save_routing, routing)
+    if args.plot:
+        from ..simulate.plot import plot_simulation
+
+        plot_simulation(sim, args.plot)
+    if args.json:
+        print_json(to_dict(sim))
+    else:
+        from ..simulate.render import render_simulation
+
+        sys.stdout.write(render_simulation(sim))
+        for path, what in ((args.plot, "plot"), (args.save_routing, "routing")):
+            if path:
+                sys.stdout.write(f"wrote {what}: {path}\n")
+    return 1 if sim.violations else 0
