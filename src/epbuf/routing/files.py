@@ -1,0 +1,98 @@
+"""Recorded routings: validation, ``.npy`` / ``.pt`` loading, saving."""
+
+from __future__ import annotations
+
+import os
+
+from ._base import Routing, RoutingFileError, numpy
+
+
+# ------------------------------------------------------------------------ validation
+def validate(topk_idx, *, num_experts: int, num_ranks: int, num_max_tokens_per_rank: int | None = None,
+             what: str = "routing"):
+    """``topk_idx`` as a ``[num_ranks, tokens, top-k]`` integer array, or a one-line
+    :class:`RoutingFileError` naming ``what``, the offending value and what is allowed.
+
+    A 2-D ``[num_ranks * tokens, top-k]`` array is split evenly over the ranks. Entries
+    must be ``-1`` or ``0..num_experts-1`` and distinct within a token (except ``-1``).
+    """
+    np = numpy()
+    if not isinstance(topk_idx, np.ndarray):
+        raise RoutingFileError(f"{what}: holds {type(topk_idx).__name__}, expected an integer array [ranks, tokens, top-k]")
+    if topk_idx.dtype == np.bool_ or not np.issubdtype(topk_idx.dtype, np.integer):
+        raise RoutingFileError(f"{what}: dtype {topk_idx.dtype}, expected an integer dtype (int64, int32 ...)")
+    if topk_idx.ndim == 2 and topk_idx.shape[0] % num_ranks == 0:
+        topk_idx = topk_idx.reshape(num_ranks, topk_idx.shape[0] // num_ranks, topk_idx.shape[1])
+    if topk_idx.ndim != 3:
+        raise RoutingFileError(f"{what}: shape {list(topk_idx.shape)}, expected [ranks, tokens, top-k] "
+                               f"(or [ranks x tokens, top-k] with a multiple of {num_ranks} rows)")
+    ranks, tokens, k = topk_idx.shape
+    if ranks != num_ranks:
+        raise RoutingFileError(f"{what}: shape {list(topk_idx.shape)} routes {ranks} ranks, but --ranks is {num_ranks}")
+    if k < 1:
+        raise RoutingFileError(f"{what}: shape {list(topk_idx.shape)} has top-k 0; expected >= 1")
+    if num_max_tokens_per_rank is not None and tokens > num_max_tokens_per_rank:
+        raise RoutingFileError(f"{what}: {tokens} tokens per rank, more than --tokens (num_max_tokens_per_rank) = "
+                               f"{num_max_tokens_per_rank}; raise --tokens or route fewer tokens")
+    if topk_idx.size:
+        lo, hi = int(topk_idx.min()), int(topk_idx.max())
+        if lo < -1 or hi >= num_experts:
+            bad = lo if lo < -1 else hi
+            where = tuple(int(i) for i in np.argwhere(topk_idx == bad)[0])
+            raise RoutingFileError(f"{what}: expert index {bad} at [rank, token, slot] = {list(where)}; "
+                                   f"allowed -1 (none) or 0..{num_experts - 1}")
+    if k > 1 and topk_idx.size:
+        ordered = np.sort(topk_idx, axis=2)
+        repeated = (ordered[:, :, 1:] == ordered[:, :, :-1]) & (ordered[:, :, 1:] >= 0)
+        if repeated.any():
+            rank, token = (int(i) for i in np.argwhere(repeated.any(axis=2))[0])
+            count = int(repeated.any(axis=2).sum())
+            raise RoutingFileError(f"{what}: {count:,} token(s) name an expert twice, first at rank {rank} token "
+                                   f"{token} ({topk_idx[rank, token].tolist()}); a token's experts must be distinct")
+    return topk_idx.astype(np.int32, copy=False) if num_experts <= 2**31 - 1 else topk_idx
+
+
+def load(path: str | os.PathLike, *, num_ranks: int, num_experts: int, num_max_tokens_per_rank: int | None = None):
+    """A recorded routing from ``.npy`` (numpy) or ``.pt`` / ``.pth`` (torch, a tensor or a
+    dict with ``topk_idx``), validated by :func:`validate`."""
+    np = numpy()
+    name = os.fspath(path)
+    suffix = os.path.splitext(name)[1].lower()
+    if not os.path.isfile(name):
+        raise RoutingFileError(f"--routing-file: {name}: no such file")
+    if suffix == ".npy":
+        try:
+            data = np.load(name, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as error:
+            raise RoutingFileError(f"--routing-file: {name}: not a .npy array ({str(error).splitlines()[0]})") from None
+    elif suffix in (".pt", ".pth"):
+        try:
+            import torch
+        except ImportError:
+            from ..plot import MissingExtraError
+
+            raise MissingExtraError("--routing-file .pt needs torch: pip install 'epbuf[torch]' "
+                                    "(or save the routing with numpy.save as .npy)") from None
+        try:
+            data = torch.load(name, map_location="cpu", weights_only=True)
+        except Exception as error:  # torch raises many types for a bad file
+            raise RoutingFileError(f"--routing-file: {name}: not a torch file ({str(error).splitlines()[0]})") from None
+        if isinstance(data, dict):
+            data = data.get("topk_idx")
+        if not isinstance(data, torch.Tensor):
+            raise RoutingFileError(f"--routing-file: {name}: holds no tensor; save topk_idx or {{'topk_idx': tensor}}")
+        data = data.detach().cpu().numpy()
+    else:
+        raise RoutingFileError(f"--routing-file: {name}: unknown file type {suffix or '(none)'!r}; use .npy or .pt")
+    topk_idx = validate(data, num_experts=num_experts, num_ranks=num_ranks,
+                        num_max_tokens_per_rank=num_max_tokens_per_rank, what=f"--routing-file {name}")
+    return Routing(topk_idx, num_experts, name=os.path.basename(name), seed=None,
+                   description=f"recorded routing {os.path.basename(name)}")
+
+
+def save(path: str | os.PathLike, routing: Routing, *, option: str = "--save-routing") -> None:
+    """Write ``routing.topk_idx`` as ``.npy`` (whole or not at all)."""
+    np = numpy()
+    from ..io import write_atomic
+
+    write_atomic(path, lambda f: np.save(f, routing.topk_idx, allow_pickle=False), binary=True, option=option)
