@@ -549,6 +549,27 @@ def _run_versions(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- serve --------------------------------------------------------------------------------
+def _add_serve(sub) -> None:
+    p = sub.add_parser("serve", help="the calculator as a web page and JSON API (this machine only by default)",
+                       description="Serve a page and a JSON API (/api/hint, /api/fit, ... with the options and "
+                                   "JSON of these commands) at http://HOST:PORT/. Listens on 127.0.0.1, this machine "
+                                   "only, unless --host says otherwise; there is no authentication.")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every network, "
+                        "with a warning)")
+    p.add_argument("--port", type=_int_arg("0..65535; 0 picks a free port", lo=0), default=8000,
+                   help="TCP port (default 8000; 0 picks a free one)")
+    p.add_argument("--open", action="store_true", help="open the page in a web browser")
+    p.set_defaults(run=_run_serve)
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    from .serve import serve
+
+    return serve(args.host, args.port, open_browser=args.open)
+
+
 class _Absorb:
     """Stands in for the parser of a subcommand that is not being run: it accepts and
     ignores option definitions, so ``epbuf hint`` does not pay for building the options of
@@ -572,7 +593,7 @@ class _Subcommands:
         return _Absorb()
 
 
-COMMANDS = ("hint", "layout", "compare", "fit", "sweep", "models", "devices", "versions", "engine")
+COMMANDS = ("hint", "layout", "compare", "fit", "sweep", "models", "devices", "versions", "engine", "serve")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -599,6 +620,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     from .engines.cli import add_parser as _add_engine
 
     _add_engine(sub)
+    _add_serve(sub)
     return parser
 
 
