@@ -323,7 +323,10 @@ def _handle(method: str, path: str, query: str, body: bytes | None) -> Response:
     argv = [*words, *options, "--json"]
     status, out, err = run_cli(argv)
     headers = {"X-Epbuf-Command": shown_command(["epbuf", *argv]), "X-Epbuf-Exit-Status": str(status)}
-    if status in (0, 1) and out.lstrip().startswith("{"):
+    if status in (0, 1):
+        if not out.lstrip().startswith("{"):  # a bug: the server logs it and answers 500
+            raise RuntimeError(f"{shown_command(['epbuf', *argv])} exited with status {status} without JSON "
+                               f"(stdout {out[:200]!r}, stderr {err[:500]!r})")
         return _json_response(200 if status == 0 else 422, out, headers, extra)
     line = _error_line(err, status)
     if dropped_org and "model" in line:
@@ -366,7 +369,9 @@ def _layout_svg(options: list[str], extra: dict | None) -> Response:
     status, out, err = run_cli(argv)
     headers = {"X-Epbuf-Command": shown_command(["epbuf", "layout", *options, "--svg", "byte-map.svg"]),
                "X-Epbuf-Exit-Status": str(status)}
-    if status != 0 or not out.lstrip().startswith("{"):
+    if status != 0:
         return error_response(400, _error_line(err, status), headers)
+    if not out.lstrip().startswith("{"):
+        raise RuntimeError(f"epbuf {shown_command(argv)} exited with status 0 without JSON (stderr {err[:500]!r})")
     svg = render_svg(report_from_dict(json.loads(out)))
     return Response(200, "image/svg+xml; charset=utf-8", svg.encode(), headers)

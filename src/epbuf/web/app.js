@@ -410,8 +410,7 @@ function renderChart(sweep, backend, hint, state, fitValue, budget) {
 }
 
 // --- one update: /api/hint first (it resolves the backend and the topology), then the rest
-async function update() {
-  const gen = ++generation;
+async function update(gen) {
   document.body.dataset.state = 'busy';
   const state = readForm();
   writeURL(state);
@@ -485,18 +484,25 @@ function loadImage(img, src) {
   });
 }
 
+// Every input starts a new generation at once: an update still in flight sees it is stale
+// and neither draws nor marks the page ready.
 function schedule(delay) {
+  const gen = ++generation;
   document.body.dataset.state = 'busy';
   clearTimeout(debounce);
-  debounce = setTimeout(update, delay);
+  debounce = setTimeout(() => update(gen), delay);
 }
 
 // --- a pasted config.json: /api/models reads it; its shape goes into the form (and the link)
 async function useConfig() {
   const text = $('config-text').value;
   const status = $('config-status');
+  // Fields the person typed fill keys the file lacks (as --topk does with --model-config);
+  // fields that hold a previously pasted config's values do not.
   const params = new URLSearchParams();
-  for (const key of ['hidden', 'topk', 'experts']) if ($(key).value.trim()) params.set(key, $(key).value.trim());
+  if (!$('config-label').dataset.title) {
+    for (const key of ['hidden', 'topk', 'experts']) if ($(key).value.trim()) params.set(key, $(key).value.trim());
+  }
   try {
     const { data } = await api('/api/models', params, text);
     const model = data.models[0];
@@ -560,7 +566,7 @@ async function init() {
   });
   $('reset').addEventListener('click', () => { writeForm({}); schedule(0); });
   window.addEventListener('popstate', () => { writeForm(stateFromURL()); schedule(0); });
-  await update();
+  await update(++generation);
 }
 
 document.addEventListener('DOMContentLoaded', () => {
