@@ -262,20 +262,24 @@ function renderFindings(hint) {
   }
 }
 
+function withSource(text, source) {
+  return el('div', {}, text ? el('div', {}, text) : null, source ? el('div', { class: 'src' }, source) : null);
+}
+
 function renderRegions(hint) {
   const rows = [];
   for (const b of hint.buffers) {
     const needed = String(b.num_bytes_needed) === String(b.num_bytes) ? 'same' : fmtInt(b.num_bytes_needed);
-    rows.push({ attrs: { class: 'buffer' }, cells: [`${b.name} (${b.rule} of regions, aligned to ${fmtBytes(b.alignment)})`,
-      fmtInt(b.num_bytes), fmtBytes(b.num_bytes), needed, '', b.source], cellClass: { 5: 'src' } });
+    rows.push({ attrs: { class: 'buffer' }, cells: [b.name, fmtInt(b.num_bytes), fmtBytes(b.num_bytes), needed,
+      withSource(`${b.rule} of its regions, aligned to ${fmtBytes(b.alignment)}`, b.source)], cellClass: { 4: 'formula' } });
     for (const r of b.regions) {
       const used = String(r.num_bytes_used) === String(r.num_bytes) ? 'same' : fmtInt(r.num_bytes_used);
-      rows.push({ cells: [r.name, fmtInt(r.num_bytes), fmtBytes(r.num_bytes), used, r.formula, r.source],
-        cellClass: { 4: 'formula', 5: 'src' } });
+      rows.push({ cells: [r.name, fmtInt(r.num_bytes), fmtBytes(r.num_bytes), used, withSource(r.formula, r.source)],
+        cellClass: { 4: 'formula' } });
     }
   }
-  $('regions').replaceChildren(table(['buffer / region', 'bytes (hint)', '', 'real run', 'formula', 'source'], rows,
-    new Set([1, 2, 3])));
+  $('regions').replaceChildren(table(['buffer / region', 'bytes (hint)', '', 'real run', 'formula and upstream source'],
+    rows, new Set([1, 2, 3])));
 }
 
 function renderCompare(compare, current) {
@@ -287,11 +291,11 @@ function renderCompare(compare, current) {
     }
     const errors = r.findings.filter((f) => f.severity === 'error').length;
     const broken = r.limits.filter((l) => !l.ok).length;
-    const state = errors || broken ? `${errors} error finding(s), ${broken} broken limit(s)` : 'ok';
+    const state = errors || broken ? `${errors} error finding(s), ${broken} broken limit(s)` : 'all hold';
     rows.push({ attrs: { class: 'pick' + (name === current ? ' current' : ''), 'data-backend': name },
       cells: [name, fmtInt(r.num_bytes), fmtBytes(r.num_bytes), fmtBytes(r.num_bytes_needed), state] });
   }
-  const t = table(['backend', 'bytes', '', 'real run', 'upstream would'], rows, new Set([1, 2, 3]));
+  const t = table(['backend', 'bytes', '', 'real run', 'upstream limits'], rows, new Set([1, 2, 3]));
   t.addEventListener('click', (event) => {
     const tr = event.target.closest('tr[data-backend]');
     if (!tr) return;
@@ -387,7 +391,9 @@ function renderChart(sweep, backend, hint, state, fitValue, budget) {
   if (fitValue !== null && fitValue !== undefined) {
     const x = X(Number(fitValue));
     root.append(svg('line', { x1: x, x2: x, y1: T, y2: H - B, class: 'fitline' }));
-    root.append(svg('text', { x: x + 4, y: T + 10, class: 'label fit-label' }, `fits: ${fmtInt(fitValue)}`));
+    const nearRight = x > W - R - 90;
+    root.append(svg('text', { x: nearRight ? x - 4 : x + 4, y: T + 24, 'text-anchor': nearRight ? 'end' : 'start',
+      class: 'label fit-label' }, `fits: ${fmtInt(fitValue)}`));
   }
   // the series
   const d = points.map((p, i) => `${i ? 'L' : 'M'}${X(p.tokens).toFixed(1)},${Y(Number(p.bytes)).toFixed(1)}`).join(' ');
@@ -511,7 +517,7 @@ async function useConfig() {
     $('topk').value = model.num_topk;
     $('experts').value = model.num_experts;
     setConfigLabel(model.title);
-    status.textContent = `read: ${model.notes}`;
+    status.textContent = `config.json: ${model.notes}`;
     updatePlaceholders();
     schedule(0);
   } catch (error) {
