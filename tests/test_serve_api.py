@@ -268,17 +268,29 @@ def test_engine_json_environment_variables_must_be_json(monkeypatch):
 
 
 def test_engine_json_setting_given_inline_passes(server, capsys):
-    config = '{"normal_dispatch": {"num_sms": 24, "num_max_nvl_chunked_send_tokens": 8, ' \
-             '"num_max_nvl_chunked_recv_tokens": 256, "num_max_rdma_chunked_send_tokens": 16, ' \
-             '"num_max_rdma_chunked_recv_tokens": 128}}'
-    argv = ["engine", "sglang", "--model", "deepseek-v3", "--ranks", "16", "--deepep-config", config, "--json"]
-    code, out, err = cli_json(capsys, *argv)
+    kwargs = ('{"num_sms": 24, "num_max_nvl_chunked_send_tokens": 8, "num_max_nvl_chunked_recv_tokens": 256, '
+              '"num_max_rdma_chunked_send_tokens": 16, "num_max_rdma_chunked_recv_tokens": 128}')
+    config = f'{{"normal_dispatch": {kwargs}, "normal_combine": {kwargs}}}'
+    code, out, err = cli_json(capsys, "engine", "sglang", "--model", "deepseek-v3", "--ranks", "16",
+                              "--deepep-config", config, "--json")
+    assert code == 0, err
     query = urllib.parse.urlencode({"model": "deepseek-v3", "ranks": "16", "deepep-config": config})
     status, _, body = request(server, "GET", f"/api/engine/sglang?{query}")
-    if code == 0:
-        assert status == 200 and body.decode() == out
-    else:  # the CLI refuses this config: the API says the same line
-        assert status == 400 and json.loads(body)["error"] == err.strip()
+    assert status == 200 and body.decode() == out
+    # A config the engine refuses: the CLI's line.
+    code, _, err = cli_json(capsys, "engine", "sglang", "--deepep-config", '{"normal_dispatch": {}}', "--json")
+    status, _, body = request(server, "GET", "/api/engine/sglang?" + urllib.parse.urlencode(
+        {"deepep-config": '{"normal_dispatch": {}}'}))
+    assert code == 2 and status == 400 and json.loads(body)["error"] == err.strip()
+
+
+def test_posted_config_reaches_engines(server, capsys):
+    config = {"hidden_size": 4096, "num_experts": 128, "num_experts_per_tok": 8}
+    status, headers, body = request(server, "POST", "/api/engine/vllm?ranks=16", json.dumps(config).encode())
+    _, out, _ = cli_json(capsys, "engine", "vllm", "--hidden", "4096", "--topk", "8", "--experts", "128", "--ranks",
+                         "16", "--json")
+    assert status == 200 and json.loads(body)["num_bytes"] == json.loads(out)["num_bytes"]
+    assert headers["X-Epbuf-Command"].startswith("epbuf engine vllm --hidden=4096 --topk=8 --experts=128")
 
 
 def test_unknown_engine_and_api_paths_are_404(server):

@@ -236,3 +236,17 @@ def test_screenshot_is_not_blank(page, base_url, tmp_path):
     refresh = os.environ.get("EPBUF_SCREENSHOT")
     if refresh:
         shutil.copyfile(target, refresh)
+
+
+def test_the_pages_formatting_is_the_clis(page, base_url):
+    """The page formats API numbers exactly as epbuf.units does (ties to even, like Python's
+    format; integers beyond 2^53 stay exact)."""
+    open_view(page, base_url, "ranks=16")
+    values = [0, 1, 1023, 1024, 1536, 1207959552, 354418688, 2032140288, 5 * 2**18, 3 * 2**27, 2**53 + 1,
+              2**62 + 2**40 * 5 // 8, 2**63 - 1, 10**18 + 7]
+    shown = page.evaluate("vs => vs.map(v => [fmtBytes(BigInt(v)), fmtInt(BigInt(v))])", [str(v) for v in values])
+    assert shown == [[format_bytes(v), format_int(v)] for v in values]
+    shares = [0.0123456, 0.00125, 0.01125, 0.5, 1.7675, 0.0000001]
+    assert page.evaluate("xs => xs.map(x => fixed2(x * 100))", shares) == [f"{x * 100:.2f}" for x in shares]
+    exact = page.evaluate("t => parseJSON(t).n.toString()", '{"n": 9223372036854775807}')
+    assert exact == "9223372036854775807"
