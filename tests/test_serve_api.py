@@ -635,3 +635,43 @@ def test_serve_is_not_imported_by_other_commands():
             "print(sorted(m for m in sys.modules if m in ('epbuf.serve', 'epbuf.webapi', 'http.server')))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and run.stdout.strip().splitlines()[-1] == "[]"
+
+
+@settings(max_examples=80, deadline=None)
+@given(body=st.one_of(
+    st.binary(max_size=200),
+    st.dictionaries(st.sampled_from(["hidden_size", "num_experts", "n_routed_experts", "num_experts_per_tok", "moe_k",
+                                     "n_shared_experts", "num_hidden_layers", "text_config", "_name_or_path",
+                                     "model_type", "torch_dtype"]),
+                    st.one_of(st.integers(-5, 10**30), st.none(), st.booleans(), st.text(max_size=20), st.floats(),
+                              st.dictionaries(st.sampled_from(["hidden_size", "num_experts"]), st.integers(-2, 10**4))),
+                    max_size=8).map(lambda d: json.dumps(d).encode())))
+def test_hostile_config_bodies_get_4xx_or_an_answer(body):
+    response = webapi.handle("POST", "/api/hint", "ranks=16", body)
+    assert response.status in (200, 400, 422), (response.status, response.body[:300])
+    if response.status == 400:
+        assert "\n" not in response.json()["error"]
+
+
+def test_a_bug_is_500_with_one_line_and_the_traceback_in_the_log(monkeypatch):
+    import io
+
+    log = io.StringIO()
+    srv = make_server("127.0.0.1", 0, log=log)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setattr(webapi, "run_cli", lambda argv: (0, "not json", ""))
+        status, headers, body = request(srv, "GET", "/api/hint?ranks=16")
+        assert status == 500 and headers["Content-Security-Policy"] == CSP
+        assert json.loads(body) == {"error": "internal error (the server's terminal has the details); please report it"}
+        assert "Traceback" in log.getvalue() and "exited with status 0 without JSON" in log.getvalue()
+
+        def broken(argv):
+            raise ZeroDivisionError("a bug")
+
+        monkeypatch.setattr(webapi, "run_cli", broken)
+        status, _, body = request(srv, "GET", "/api/layout?format=svg")
+        assert status == 500 and b"ZeroDivisionError" not in body and "ZeroDivisionError: a bug" in log.getvalue()
+    finally:
+        srv.shutdown()
+        srv.server_close()

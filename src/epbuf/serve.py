@@ -30,7 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .errors import EpbufError
 
-__all__ = ["ServeError", "make_server", "serve", "announce", "url_of", "CSP", "MAX_CONNECTIONS", "REQUEST_TIMEOUT", "REQUEST_DEADLINE"]
+__all__ = ["ServeError", "make_server", "serve", "announce", "url_of", "CSP", "MAX_CONNECTIONS", "REQUEST_TIMEOUT",
+           "REQUEST_DEADLINE"]
 
 #: Seconds a connection may stay silent (socket timeout) before it is closed.
 REQUEST_TIMEOUT = 10.0

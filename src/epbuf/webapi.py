@@ -313,13 +313,14 @@ def _handle(method: str, path: str, query: str, body: bytes | None) -> Response:
         _argv(name, params, {key for key, _ in _SHAPE}, ())
         _, extra = _with_config(name, params, [], body)
         data = {"schema": "epbuf.models/1", "models": [extra["model_config"]]}
-        return Response(200, "application/json", (json.dumps(data, indent=2) + "\n").encode(), {"X-Epbuf-Exit-Status": "0"})
+        body = (json.dumps(data, indent=2) + "\n").encode()
+        return Response(200, "application/json", body, {"X-Epbuf-Exit-Status": "0"})
     options, dropped_org = _argv(name, params, values, switches)
     extra = None
     if method == "POST":
         options, extra = _with_config(name, params, options, body)
     if fmt == "svg":
-        return _layout_svg(options, extra)
+        return _layout_svg(options)
     argv = [*words, *options, "--json"]
     status, out, err = run_cli(argv)
     headers = {"X-Epbuf-Command": shown_command(["epbuf", *argv]), "X-Epbuf-Exit-Status": str(status)}
@@ -359,7 +360,7 @@ def _with_config(name: str, params: list[tuple[str, str]], options: list[str], b
     return [*shape, *options], {"model_config": spec.as_dict()}
 
 
-def _layout_svg(options: list[str], extra: dict | None) -> Response:
+def _layout_svg(options: list[str]) -> Response:
     """The byte map ``epbuf layout --svg FILE`` would write, rendered in memory from the
     report ``epbuf hint --json`` prints for the same options (layout and hint share them)."""
     from .report import report_from_dict
