@@ -41,6 +41,7 @@ __all__ = [
     "model_names",
     "get_model",
     "read_model_config",
+    "parse_model_config",
     "find_cached_config",
     "hf_cache_dirs",
     "VARIANTS",
@@ -556,7 +557,54 @@ def read_model_config(path: str | os.PathLike, *, fill: dict | None = None) -> M
         return ConfigFileError(f"--model-config: {file}: {what}")
 
     text = _read_config_text(file, fail)
+    # Name the model by what it is: the cache's repo id, else the config's own _name_or_path,
+    # else its folder (a snapshot folder is a commit hash, never a name).
+    return _parse_config(text, file, fail, fill, title=_repo_id_of(file),
+                         fallback_title=os.path.basename(os.path.dirname(os.path.abspath(file))))
 
+
+def parse_model_config(text: str | bytes, source: str = "config.json", *, fill: dict | None = None) -> ModelSpec:
+    """A model's shape from the text of a Hugging Face ``config.json`` (e.g. pasted into
+    ``epbuf serve``'s page): the same reading as :func:`read_model_config`, without a file.
+
+    ``source`` names the text in error messages and becomes ``ModelSpec.source``; the
+    title is the config's ``_name_or_path``, else ``source``. ``bytes`` must be UTF-8.
+    ``fill`` as in :func:`read_model_config`.
+
+    >>> spec = parse_model_config('{"hidden_size": 2048, "num_experts": 128, "num_experts_per_tok": 8}', "pasted")
+    >>> (spec.hidden, spec.num_experts, spec.num_topk, spec.title)
+    (2048, 128, 8, 'pasted')
+    >>> parse_model_config('{"hidden_size": 2048}', "pasted")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    epbuf.errors.ConfigFileError: pasted: no routed expert count; tried keys n_routed_experts, ... or give it with --experts
+
+    Raises:
+        ConfigFileError: as :func:`read_model_config`, prefixed with ``source``; also for
+            text over :data:`MAX_CONFIG_BYTES` or bytes that are not UTF-8.
+    """
+
+    def fail(what: str) -> ConfigFileError:
+        return ConfigFileError(f"{source}: {what}")
+
+    if isinstance(text, (bytes, bytearray)):
+        if len(text) > MAX_CONFIG_BYTES:
+            raise fail(f"{len(text):,} B is too large for a config.json (at most {MAX_CONFIG_BYTES:,} B)")
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise fail(f"not UTF-8 text ({error.reason} at byte {error.start})") from None
+    if not isinstance(text, str):
+        raise fail(f"expected the text of a config.json, got {type(text).__name__}")
+    if len(text) > MAX_CONFIG_BYTES:
+        raise fail(f"{len(text):,} characters is too large for a config.json (at most {MAX_CONFIG_BYTES:,} B)")
+    return _parse_config(text, source, fail, fill, title="", fallback_title=source)
+
+
+def _parse_config(text: str, source: str, fail, fill: dict | None, *, title: str, fallback_title: str) -> ModelSpec:
+    """The shared body of :func:`read_model_config` and :func:`parse_model_config`: ``text``
+    parsed as documented there; ``title`` (when not empty) names the model, else the
+    config's ``_name_or_path``, else ``fallback_title``; ``fail(what)`` builds the error."""
     import json
 
     try:
@@ -635,16 +683,12 @@ def read_model_config(path: str | os.PathLike, *, fill: dict | None = None) -> M
     dtype = dtype_found[1] if dtype_found is not None and isinstance(dtype_found[1], str) else ""
 
     model_type = config.get("model_type")
-    # Name the model by what it is: the cache's repo id, else the config's own _name_or_path,
-    # else its folder (a snapshot folder is a commit hash, never a name).
-    repo_id = _repo_id_of(file)
     name_or_path = config.get("_name_or_path")
-    if repo_id:
-        title = repo_id
-    elif isinstance(name_or_path, str) and name_or_path.strip() and len(name_or_path) <= 200:
-        title = name_or_path.strip().rstrip("/")
-    else:
-        title = os.path.basename(os.path.dirname(os.path.abspath(file)))
+    if not title:
+        if isinstance(name_or_path, str) and name_or_path.strip() and len(name_or_path) <= 200:
+            title = name_or_path.strip().rstrip("/")
+        else:
+            title = fallback_title
     return ModelSpec(
         name=model_type if isinstance(model_type, str) else "",
         title=title,
@@ -654,6 +698,6 @@ def read_model_config(path: str | os.PathLike, *, fill: dict | None = None) -> M
         num_shared_experts=num_shared,
         num_layers=num_layers,
         dtype=dtype,
-        source=file,
+        source=source,
         notes="; ".join(["read " + ", ".join(used)] + notes),
     )

@@ -1,0 +1,27 @@
+"""``epbuf serve``: the calculator as a web page and a JSON API whose endpoints run these very
+commands (:mod:`epbuf.webapi`), on this machine only unless ``--host`` says otherwise."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._options import int_arg
+
+
+def configure(p: argparse.ArgumentParser, command: str) -> None:
+    p.description = ("Serve a page and a JSON API (/api/hint, /api/fit, ... with the options and JSON of these "
+                     "commands) at http://HOST:PORT/. Listens on 127.0.0.1, this machine only, unless --host says "
+                     "otherwise; there is no authentication.")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every network, "
+                        "with a warning)")
+    p.add_argument("--port", type=int_arg("0..65535; 0 picks a free port", lo=0), default=8000,
+                   help="TCP port (default 8000; 0 picks a free one)")
+    p.add_argument("--open", action="store_true", help="open the page in a web browser")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..serve import serve
+
+    return serve(args.host, args.port, open_browser=args.open)

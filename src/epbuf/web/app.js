@@ -1,0 +1,580 @@
+// epbuf serve: the page. Every number shown comes from the API (/api/...), which runs the
+// epbuf command line's own code; this file only formats and draws what the API returned.
+// The whole state lives in the URL query: its keys are the CLI's option names.
+'use strict';
+
+// Plan options passed to /api/hint, /api/fit, /api/compare, /api/layout as they are.
+const PLAN_KEYS = ['model', 'hidden', 'topk', 'experts', 'ranks', 'nodes', 'gpus-per-node', 'tokens',
+  'redundant-experts', 'sf-packs', 'backend-version', 'num-sms', 'device', 'hbm'];
+const PLAN_SWITCHES = ['bf16', 'no-hybrid', 'single-reduction', 'no-nvlink'];
+// Page-only keys: the backend (absent: the server chooses), the fit budget, the tokens to
+// sweep (the CLI's list syntax) and the name of a pasted config.json.
+const PAGE_KEYS = ['backend', 'budget', 'sweep', 'config'];
+const STATE_KEYS = [...PLAN_KEYS, ...PLAN_SWITCHES, ...PAGE_KEYS];
+const DEFAULT_SWEEP = '128:32768:*2';
+// Options `epbuf sweep` does not take: the sweep uses the backend's defaults for them.
+const NOT_SWEPT = ['backend-version', 'num-sms', 'sf-packs', 'no-hybrid', 'single-reduction', 'no-nvlink', 'nodes'];
+const SEVERITY_ORDER = { error: 0, warning: 1, info: 2 };
+
+const $ = (id) => document.getElementById(id);
+const presets = { models: {}, devices: {} };
+let generation = 0;
+let debounce = null;
+
+// --- exact numbers -------------------------------------------------------------------
+// JSON integers beyond 2^53 are kept exact as BigInt (JSON.parse source text, where the browser has it).
+function parseJSON(text) {
+  return JSON.parse(text, function (key, value, context) {
+    if (typeof value === 'number' && !Number.isSafeInteger(value) && Number.isInteger(value) &&
+        context && /^-?[0-9]+$/.test(context.source)) {
+      return BigInt(context.source);
+    }
+    return value;
+  });
+}
+
+// epbuf.units.format_int: thousands separators.
+function fmtInt(v) {
+  return typeof v === 'bigint' ? v.toLocaleString('en-US') : Number(v).toLocaleString('en-US', { maximumFractionDigits: 0 });
+}
+
+// Python's f"{x:.2f}": the double's exact binary value rounded to 2 decimals, ties to even
+// (Number.prototype.toFixed rounds ties up, so 1.125 would read 1.13 instead of 1.12).
+function fixed2(x) {
+  if (!Number.isFinite(x)) return String(x);
+  const negative = x < 0;
+  let scaled = Math.abs(x);
+  let den = 1n;
+  while (!Number.isInteger(scaled)) { scaled *= 2; den *= 2n; }
+  const num = BigInt(scaled) * 100n;
+  let q = num / den;
+  const r = num % den;
+  if (2n * r > den || (2n * r === den && q % 2n === 1n)) q += 1n;
+  const digits = q.toString().padStart(3, '0');
+  return (negative && q !== 0n ? '-' : '') + digits.slice(0, -2) + '.' + digits.slice(-2);
+}
+
+const IEC = [['EiB', 60n], ['PiB', 50n], ['TiB', 40n], ['GiB', 30n], ['MiB', 20n], ['KiB', 10n]];
+// epbuf.units.format_bytes: two decimals of the largest IEC unit; below 1 KiB plain bytes.
+function fmtBytes(v) {
+  const n = BigInt(v);
+  const magnitude = n < 0n ? -n : n;
+  for (const [unit, bits] of IEC) {
+    if (magnitude >= (1n << bits)) return fixed2(Number(n) / Number(1n << bits)) + ' ' + unit;
+  }
+  return n.toString() + ' B';
+}
+
+// Axis labels only: 256 MiB, 1 GiB.
+function tickBytes(bits) {
+  for (const [unit, unitBits] of IEC) {
+    if (bits >= Number(unitBits)) return 2 ** (bits - Number(unitBits)) + ' ' + unit;
+  }
+  return 2 ** bits + ' B';
+}
+
+// --- the API -------------------------------------------------------------------------
+class ApiError extends Error {}
+
+async function api(path, params, body) {
+  const query = params ? '?' + params.toString() : '';
+  const init = body === undefined ? {} : { method: 'POST', body, headers: { 'Content-Type': 'application/json' } };
+  const response = await fetch(path + query, init);
+  const text = await response.text();
+  let data;
+  try {
+    data = parseJSON(text);
+  } catch (e) {
+    throw new ApiError(`${path}: HTTP ${response.status}, not JSON`);
+  }
+  if (!response.ok && response.status !== 422) throw new ApiError(data.error || `${path}: HTTP ${response.status}`);
+  return { data, command: response.headers.get('X-Epbuf-Command') || '' };
+}
+
+// --- state <-> form <-> URL -------------------------------------------------------------
+function readForm() {
+  const state = {};
+  for (const key of STATE_KEYS) {
+    const el = document.querySelector(`[name="${key}"]`);
+    if (!el) continue;
+    if (el.type === 'checkbox') {
+      if (el.checked) state[key] = '1';
+    } else if (el.value.trim() !== '') {
+      state[key] = el.value.trim();
+    }
+  }
+  if ($('dtype').value === 'bf16') state.bf16 = '1';
+  const label = $('config-label').dataset.title;
+  if (label && !state.model) state.config = label;
+  return state;
+}
+
+function stateFromURL() {
+  const state = {};
+  const params = new URLSearchParams(location.search);
+  for (const key of STATE_KEYS) {
+    if (params.has(key)) state[key] = params.get(key);
+  }
+  return state;
+}
+
+function writeForm(state) {
+  for (const key of STATE_KEYS) {
+    const el = document.querySelector(`[name="${key}"]`);
+    if (!el) continue;
+    if (el.type === 'checkbox') {
+      el.checked = key in state && !['0', 'false', 'no', 'off'].includes(String(state[key]).toLowerCase());
+    } else if (el.tagName === 'SELECT') {
+      const value = state[key] || '';
+      if (value && ![...el.options].some((o) => o.value === value)) {
+        el.add(new Option(`${value} (from the link)`, value));
+      }
+      el.value = value;
+    } else {
+      el.value = state[key] || '';
+    }
+  }
+  $('dtype').value = 'bf16' in state && !['0', 'false', 'no', 'off'].includes(String(state.bf16).toLowerCase()) ? 'bf16' : 'fp8';
+  setConfigLabel(state.model ? '' : (state.config || ''));
+  updatePlaceholders();
+}
+
+function writeURL(state) {
+  const params = new URLSearchParams();
+  for (const key of STATE_KEYS) if (key in state) params.set(key, state[key]);
+  const query = params.toString();
+  history.replaceState(null, '', query ? '?' + query : location.pathname);
+}
+
+function setConfigLabel(title) {
+  const el = $('config-label');
+  el.dataset.title = title;
+  el.hidden = !title;
+  el.textContent = title ? `shape from a pasted config.json: ${title}` : '';
+}
+
+function planParams(state, { backend = true } = {}) {
+  const params = new URLSearchParams();
+  for (const key of PLAN_KEYS) if (key in state) params.set(key, state[key]);
+  for (const key of PLAN_SWITCHES) if (key in state) params.set(key, '1');
+  if (backend && state.backend) params.set('backend', state.backend);
+  return params;
+}
+
+// Placeholders show the values a field takes when left empty: the model's, else the CLI's defaults.
+function updatePlaceholders() {
+  const model = presets.models[$('model').value];
+  $('hidden').placeholder = model ? String(model.hidden) : '7168';
+  $('topk').placeholder = model ? String(model.num_topk) : '6';
+  $('experts').placeholder = model ? String(model.num_experts) : '256';
+  $('ranks').placeholder = '8';
+  $('tokens').placeholder = '4096';
+  $('sweep').placeholder = DEFAULT_SWEEP;
+  const device = presets.devices[$('device').value];
+  $('gpus-per-node').placeholder = device && device.ranks_per_node ? String(device.ranks_per_node) : '8';
+}
+
+// --- rendering -------------------------------------------------------------------------
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'class') node.className = v;
+    else node.setAttribute(k, v);
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+function table(head, rows, numeric) {
+  const thead = el('thead', {}, el('tr', {}, ...head.map((h, i) => el('th', numeric.has(i) ? { class: 'num' } : {}, h))));
+  const tbody = el('tbody');
+  for (const row of rows) {
+    const tr = el('tr', row.attrs || {});
+    row.cells.forEach((cell, i) => {
+      const td = el('td', {}, cell);
+      if (numeric.has(i)) td.classList.add('num');
+      if (row.cellClass && row.cellClass[i]) td.classList.add(row.cellClass[i]);
+      tr.append(td);
+    });
+    tbody.append(tr);
+  }
+  return el('table', {}, thead, tbody);
+}
+
+// The API's one-line error; the form field it names (--ranks -> ranks) is marked.
+function showError(message) {
+  const box = $('error');
+  box.hidden = !message;
+  box.textContent = message || '';
+  $('results').classList.toggle('failed', Boolean(message));
+  for (const field of document.querySelectorAll('.invalid')) field.classList.remove('invalid');
+  const named = /--([a-z][a-z0-9-]*)/.exec(message || '');
+  const field = named && document.querySelector(`[name="${named[1]}"]`);
+  if (field) field.classList.add('invalid');
+}
+
+function renderSummary(hint, command, state) {
+  const auto = state.backend ? '' : ' · backend chosen by the server (auto)';
+  $('backend-title').textContent = `${hint.title} (${hint.backend})${auto}`;
+  $('total-human').textContent = fmtBytes(hint.num_bytes);
+  $('total-bytes').textContent = fmtInt(hint.num_bytes) + ' B';
+  const meter = $('meter');
+  if (hint.device) {
+    const percent = hint.device.share * 100;
+    $('share').textContent = `${fixed2(percent)} % of ${hint.device.name} (${fmtBytes(hint.device.num_bytes)})`;
+    meter.hidden = false;
+    meter.classList.toggle('over', hint.device.share > 1);
+    $('meter-fill').style.width = Math.min(100, Math.max(0.5, percent)) + '%';
+  } else {
+    $('share').textContent = 'choose a device (or its memory under more options) to see the share of it';
+    meter.hidden = true;
+  }
+  const needed = hint.num_bytes_needed;
+  $('needed').textContent = String(needed) === String(hint.num_bytes)
+    ? 'a real run with these shapes needs all of it (the hint reserves exactly this)'
+    : `a real run with these shapes needs ${fmtInt(needed)} B (${fmtBytes(needed)}); the hint reserves more`;
+  $('command').textContent = command.replace(/ --json$/, '');
+}
+
+function renderFindings(hint) {
+  const list = $('findings');
+  list.replaceChildren();
+  const findings = [...hint.findings].sort((a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity]);
+  for (const f of findings) {
+    list.append(el('li', { class: f.severity }, el('span', { class: 'sev' }, f.severity), f.message,
+      el('span', { class: 'code' }, `[${f.code}]`)));
+  }
+  const broken = hint.limits.filter((l) => !l.ok);
+  if (!findings.length && !broken.length) {
+    list.append(el('li', { class: 'ok' }, 'no findings'));
+  }
+  const limits = $('limits');
+  limits.replaceChildren();
+  if (broken.length) {
+    limits.append(el('h3', {}, 'Broken limits'), table(['limit', 'value', '', 'bound', 'enforced', 'source'],
+      broken.map((l) => ({ attrs: { class: 'broken' }, cells: [l.name, fmtInt(l.value), l.relation, fmtInt(l.bound), l.enforced, l.source],
+        cellClass: { 5: 'src' } })), new Set([1, 3])));
+  } else {
+    limits.append(el('p', { class: 'note' }, `All ${hint.limits.length} upstream limits hold.`));
+  }
+}
+
+function withSource(text, source) {
+  return el('div', {}, text ? el('div', {}, text) : null, source ? el('div', { class: 'src' }, source) : null);
+}
+
+function renderRegions(hint) {
+  const rows = [];
+  for (const b of hint.buffers) {
+    const needed = String(b.num_bytes_needed) === String(b.num_bytes) ? 'same' : fmtInt(b.num_bytes_needed);
+    rows.push({ attrs: { class: 'buffer' }, cells: [b.name, fmtInt(b.num_bytes), fmtBytes(b.num_bytes), needed,
+      withSource(`${b.rule} of its regions, aligned to ${fmtBytes(b.alignment)}`, b.source)], cellClass: { 4: 'formula' } });
+    for (const r of b.regions) {
+      const used = String(r.num_bytes_used) === String(r.num_bytes) ? 'same' : fmtInt(r.num_bytes_used);
+      rows.push({ cells: [r.name, fmtInt(r.num_bytes), fmtBytes(r.num_bytes), used, withSource(r.formula, r.source)],
+        cellClass: { 4: 'formula' } });
+    }
+  }
+  $('regions').replaceChildren(table(['buffer / region', 'bytes (hint)', '', 'real run', 'formula and upstream source'],
+    rows, new Set([1, 2, 3])));
+}
+
+function renderCompare(compare, current) {
+  const rows = [];
+  for (const [name, r] of Object.entries(compare.backends)) {
+    if (r.error) {
+      rows.push({ attrs: { class: 'pick', 'data-backend': name }, cells: [name, '', '', '', r.error] });
+      continue;
+    }
+    const errors = r.findings.filter((f) => f.severity === 'error').length;
+    const broken = r.limits.filter((l) => !l.ok).length;
+    const state = errors || broken ? `${errors} error finding(s), ${broken} broken limit(s)` : 'all hold';
+    rows.push({ attrs: { class: 'pick' + (name === current ? ' current' : ''), 'data-backend': name },
+      cells: [name, fmtInt(r.num_bytes), fmtBytes(r.num_bytes), fmtBytes(r.num_bytes_needed), state] });
+  }
+  const t = table(['backend', 'bytes', '', 'real run', 'upstream limits'], rows, new Set([1, 2, 3]));
+  t.addEventListener('click', (event) => {
+    const tr = event.target.closest('tr[data-backend]');
+    if (!tr) return;
+    $('backend').value = tr.dataset.backend;
+    schedule(0);
+  });
+  $('compare').replaceChildren(el('p', { class: 'note' }, 'Same plan, every backend (click one to show it).'), t);
+}
+
+function renderFit(fit, backend, budgetFromDevice) {
+  const r = fit.results[backend];
+  const target = budgetFromDevice ? `the device memory (${fmtBytes(fit.budget)}; no budget given)` : `a budget of ${fmtBytes(fit.budget)}`;
+  const out = $('fit');
+  out.replaceChildren();
+  if (!r || r.error) {
+    out.append(`Largest tokens per rank within ${target}: `, el('strong', {}, 'not computed'), ` (${r ? r.error : 'no result'})`);
+    return null;
+  }
+  if (r.value === null) {
+    out.append(`Within ${target}: `, el('strong', { id: 'fit-value' }, 'nothing fits'), ` (${r.reason})`);
+    return null;
+  }
+  out.append(`Largest tokens per rank within ${target}: `, el('strong', { id: 'fit-value' }, fmtInt(r.value)),
+    ` (total ${fmtBytes(r.report.num_bytes)}; ${r.reason})`);
+  return r.value;
+}
+
+// --- the chart: /api/sweep's rows, the device capacity and the budget ------------------
+const SVG_NS = 'http://www.w3.org/2000/svg';
+function svg(tag, attrs, text) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function renderChart(sweep, backend, hint, state, fitValue, budget) {
+  const col = Object.fromEntries(sweep.columns.map((c, i) => [c, i]));
+  const points = sweep.rows
+    .filter((row) => row[col.backend] === backend && !row[col.error])
+    .map((row) => ({ tokens: Number(row[col.num_max_tokens_per_rank]), bytes: row[col.num_bytes],
+      broken: row[col.broken_limits] || '' }))
+    .sort((a, b) => a.tokens - b.tokens);
+  const chart = $('chart');
+  chart.replaceChildren();
+  if (!points.length) {
+    chart.append(el('p', { class: 'note' }, 'The sweep has no rows for this backend.'));
+    return;
+  }
+  const W = 900; const H = 330; const L = 78; const R = 150; const T = 16; const B = 42;
+  const here = { tokens: Number(hint.inputs.num_max_tokens_per_rank ?? hint.inputs.num_max_dispatch_tokens_per_rank), bytes: hint.num_bytes };
+  const lines = [];
+  if (hint.device) lines.push({ bytes: hint.device.num_bytes, cls: 'capacity', text: `device ${fmtBytes(hint.device.num_bytes)}` });
+  if (budget !== null) lines.push({ bytes: budget, cls: 'budget', text: `budget ${fmtBytes(budget)}` });
+  const xs = points.map((p) => p.tokens).concat(Number.isFinite(here.tokens) ? [here.tokens] : []);
+  if (fitValue !== null && fitValue !== undefined) xs.push(Number(fitValue));
+  const ys = points.map((p) => Number(p.bytes)).concat([Number(here.bytes)], lines.map((l) => Number(l.bytes)));
+  const x0 = Math.log2(Math.min(...xs)); let x1 = Math.log2(Math.max(...xs));
+  if (x1 - x0 < 1) x1 = x0 + 1;
+  const y0 = Math.floor(Math.log2(Math.max(1, Math.min(...ys)))) - 0.5;
+  let y1 = Math.ceil(Math.log2(Math.max(...ys))) + 0.3;
+  if (y1 - y0 < 2) y1 = y0 + 2;
+  const X = (t) => L + (Math.log2(t) - x0) / (x1 - x0) * (W - L - R);
+  const Y = (b) => T + (1 - (Math.log2(Math.max(1, b)) - y0) / (y1 - y0)) * (H - T - B);
+  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: W, height: H });
+  // grid and ticks
+  const span = Math.ceil(y1) - Math.floor(y0);
+  const step = Math.max(1, Math.ceil(span / 6));
+  for (let bits = Math.ceil(y0); bits <= y1; bits += 1) {
+    if (bits % step) continue;
+    const y = Y(2 ** bits);
+    root.append(svg('line', { x1: L, x2: W - R, y1: y, y2: y, class: 'grid' }));
+    root.append(svg('text', { x: L - 6, y: y + 4, 'text-anchor': 'end', class: 'tick' }, tickBytes(bits)));
+  }
+  const tickTokens = points.map((p) => p.tokens);
+  const every = Math.max(1, Math.ceil(tickTokens.length / 10));
+  tickTokens.forEach((t, i) => {
+    if (i % every) return;
+    root.append(svg('line', { x1: X(t), x2: X(t), y1: H - B, y2: H - B + 4, class: 'axis' }));
+    root.append(svg('text', { x: X(t), y: H - B + 16, 'text-anchor': 'middle', class: 'tick' }, fmtInt(t)));
+  });
+  root.append(svg('line', { x1: L, x2: W - R, y1: H - B, y2: H - B, class: 'axis' }));
+  root.append(svg('line', { x1: L, x2: L, y1: T, y2: H - B, class: 'axis' }));
+  root.append(svg('text', { x: (L + W - R) / 2, y: H - 6, 'text-anchor': 'middle', class: 'title' }, 'tokens per rank (num_max_tokens_per_rank, log scale)'));
+  root.append(svg('text', { x: 14, y: (T + H - B) / 2, 'text-anchor': 'middle', class: 'title',
+    transform: `rotate(-90 14 ${(T + H - B) / 2})` }, 'total per device (log scale)'));
+  // capacity and budget
+  for (const line of lines) {
+    const y = Y(Number(line.bytes));
+    root.append(svg('line', { x1: L, x2: W - R, y1: y, y2: y, class: line.cls }));
+    root.append(svg('text', { x: W - R + 6, y: y + 4, class: `label ${line.cls}-label` }, line.text));
+  }
+  if (fitValue !== null && fitValue !== undefined) {
+    const x = X(Number(fitValue));
+    root.append(svg('line', { x1: x, x2: x, y1: T, y2: H - B, class: 'fitline' }));
+    const nearRight = x > W - R - 90;
+    root.append(svg('text', { x: nearRight ? x - 4 : x + 4, y: T + 24, 'text-anchor': nearRight ? 'end' : 'start',
+      class: 'label fit-label' }, `fits: ${fmtInt(fitValue)}`));
+  }
+  // the series
+  const d = points.map((p, i) => `${i ? 'L' : 'M'}${X(p.tokens).toFixed(1)},${Y(Number(p.bytes)).toFixed(1)}`).join(' ');
+  root.append(svg('path', { d, class: 'series' }));
+  for (const p of points) {
+    const dot = svg('circle', { cx: X(p.tokens), cy: Y(Number(p.bytes)), r: 3.5, class: 'point' + (p.broken ? ' broken' : '') });
+    dot.append(svg('title', {}, `${fmtInt(p.tokens)} tokens: ${fmtInt(p.bytes)} B (${fmtBytes(p.bytes)})` +
+      (p.broken ? ` — breaks ${p.broken}` : '')));
+    root.append(dot);
+  }
+  if (Number.isFinite(here.tokens)) {
+    const hx = X(here.tokens); const hy = Y(Number(here.bytes));
+    const mark = svg('circle', { cx: hx, cy: hy, r: 5.5, class: 'here' });
+    mark.append(svg('title', {}, `this plan: ${fmtInt(here.tokens)} tokens, ${fmtInt(here.bytes)} B`));
+    root.append(mark);
+    root.append(svg('text', { x: hx + 8, y: hy + 16, class: 'label' }, 'this plan'));
+  }
+  root.append(svg('text', { x: W - R + 6, y: Y(Number(points[points.length - 1].bytes)) + 4, class: 'label' }, backend));
+  chart.append(root);
+}
+
+// --- one update: /api/hint first (it resolves the backend and the topology), then the rest
+async function update(gen) {
+  document.body.dataset.state = 'busy';
+  const state = readForm();
+  writeURL(state);
+  try {
+    const hint = await api('/api/hint', planParams(state));
+    if (gen !== generation) return;
+    showError('');
+    renderSummary(hint.data, hint.command, state);
+    renderFindings(hint.data);
+    renderRegions(hint.data);
+    const backend = hint.data.backend;
+    const budgetFromDevice = !state.budget && hint.data.device;
+    const budget = state.budget || (hint.data.device ? String(hint.data.device.num_bytes) : '');
+    const fitParams = planParams(state, { backend: false });
+    fitParams.set('backends', backend);
+    if (budget) fitParams.set('budget', budget);
+    const sweepParams = new URLSearchParams();
+    for (const key of ['model', 'hidden', 'topk', 'experts', 'redundant-experts', 'device', 'hbm']) {
+      if (key in state) sweepParams.set(key, state[key]);
+    }
+    sweepParams.set('backends', backend);
+    sweepParams.set('ranks', String(hint.data.inputs.num_ranks));
+    const perNode = hint.data.inputs.num_ranks_per_node ?? state['gpus-per-node'];
+    if (perNode !== undefined) sweepParams.set('gpus-per-node', String(perNode));
+    sweepParams.set('tokens', state.sweep || DEFAULT_SWEEP);
+    sweepParams.set('dtype', state.bf16 ? 'bf16' : 'fp8');
+    const bytemap = loadImage($('bytemap'), '/api/layout?' + new URLSearchParams([...planParams(state), ['format', 'svg']]));
+    const [fit, sweep, compare] = await Promise.allSettled([
+      budget ? api('/api/fit', fitParams) : Promise.resolve(null),
+      api('/api/sweep', sweepParams),
+      api('/api/compare', planParams(state, { backend: false })),
+    ]);
+    if (gen !== generation) return;
+    let fitValue = null;
+    let budgetBytes = null;
+    if (fit.status === 'fulfilled' && fit.value) {
+      fitValue = renderFit(fit.value.data, backend, budgetFromDevice);
+      budgetBytes = budgetFromDevice ? null : fit.value.data.budget;
+    } else if (fit.status === 'rejected') {
+      $('fit').textContent = `Budget: ${fit.reason.message}`;
+    } else {
+      $('fit').textContent = 'Give a budget per device (e.g. 8GiB) or choose a device to find the largest tokens per rank that fit.';
+    }
+    if (sweep.status === 'fulfilled') {
+      renderChart(sweep.value.data, backend, hint.data, state, fitValue, budgetBytes);
+      const skipped = NOT_SWEPT.filter((k) => k in state);
+      $('chart-note').textContent = `Curve: ${sweep.value.command.replace(/ --json$/, '')}` +
+        (skipped.length ? ` (the sweep takes no ${skipped.map((k) => '--' + k).join(', ')}: defaults there; the black dot is this plan)` : '');
+    } else {
+      $('chart').replaceChildren(el('p', { class: 'error' }, sweep.reason.message));
+      $('chart-note').textContent = '';
+    }
+    if (compare.status === 'fulfilled') renderCompare(compare.value.data, backend);
+    else $('compare').replaceChildren(el('p', { class: 'error' }, compare.reason.message));
+    await bytemap;
+  } catch (error) {
+    if (gen !== generation) return;
+    showError(error.message);
+  }
+  if (gen === generation) document.body.dataset.state = 'ready';
+}
+
+function loadImage(img, src) {
+  return new Promise((resolve) => {
+    const done = () => { img.removeEventListener('load', done); img.removeEventListener('error', done); resolve(); };
+    img.addEventListener('load', done);
+    img.addEventListener('error', done);
+    if (img.getAttribute('src') === src && img.complete) { done(); return; }
+    img.src = src;
+    setTimeout(done, 5000);
+  });
+}
+
+// Every input starts a new generation at once: an update still in flight sees it is stale
+// and neither draws nor marks the page ready.
+function schedule(delay) {
+  const gen = ++generation;
+  document.body.dataset.state = 'busy';
+  clearTimeout(debounce);
+  debounce = setTimeout(() => update(gen), delay);
+}
+
+// --- a pasted config.json: /api/models reads it; its shape goes into the form (and the link)
+async function useConfig() {
+  const text = $('config-text').value;
+  const status = $('config-status');
+  // Fields the person typed fill keys the file lacks (as --topk does with --model-config);
+  // fields that hold a previously pasted config's values do not.
+  const params = new URLSearchParams();
+  if (!$('config-label').dataset.title) {
+    for (const key of ['hidden', 'topk', 'experts']) if ($(key).value.trim()) params.set(key, $(key).value.trim());
+  }
+  try {
+    const { data } = await api('/api/models', params, text);
+    const model = data.models[0];
+    $('model').value = '';
+    $('hidden').value = model.hidden;
+    $('topk').value = model.num_topk;
+    $('experts').value = model.num_experts;
+    setConfigLabel(model.title);
+    status.textContent = `config.json: ${model.notes}`;
+    updatePlaceholders();
+    schedule(0);
+  } catch (error) {
+    status.textContent = error.message;
+  }
+}
+
+async function init() {
+  const [models, devices, versions] = await Promise.all([api('/api/models'), api('/api/devices'), api('/api/versions')]);
+  for (const m of models.data.models) {
+    presets.models[m.name] = m;
+    $('model').add(new Option(`${m.title}  (hidden ${m.hidden}, ${m.num_experts} experts, top-${m.num_topk})`, m.name));
+  }
+  for (const d of devices.data.devices) {
+    presets.devices[d.name] = d;
+    $('device').add(new Option(`${d.title} (${fmtBytes(d.num_bytes)})`, d.name));
+  }
+  const versionList = $('versions');
+  for (const [backend, entry] of Object.entries(versions.data.backends)) {
+    $('backend').add(new Option(backend, backend));
+    for (const id of Object.keys(entry.versions)) if (id) versionList.append(new Option(`${backend}: ${entry.versions[id]}`.slice(0, 90), id));
+  }
+  writeForm(stateFromURL());
+  const form = $('plan');
+  form.addEventListener('input', (event) => {
+    if (event.target.closest('#paste')) return;
+    if (['hidden', 'topk', 'experts'].includes(event.target.id) && !event.target.value) setConfigLabel($('model').value ? '' : $('config-label').dataset.title);
+    schedule(event.target.tagName === 'SELECT' || event.target.type === 'checkbox' ? 0 : 350);
+  });
+  $('model').addEventListener('change', () => {
+    if ($('model').value) {
+      setConfigLabel('');
+      for (const key of ['hidden', 'topk', 'experts']) $(key).value = '';
+    }
+    updatePlaceholders();
+  });
+  $('device').addEventListener('change', updatePlaceholders);
+  form.addEventListener('submit', (event) => { event.preventDefault(); schedule(0); });
+  $('config-use').addEventListener('click', useConfig);
+  $('config-file').addEventListener('change', async () => {
+    const file = $('config-file').files[0];
+    if (file) { $('config-text').value = await file.text(); useConfig(); }
+  });
+  $('copy-link').addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(location.href);
+      $('copy-link').textContent = 'link copied';
+    } catch (e) {
+      window.prompt('Copy this link', location.href);
+    }
+    setTimeout(() => { $('copy-link').textContent = 'copy link'; }, 1500);
+  });
+  $('reset').addEventListener('click', () => { writeForm({}); schedule(0); });
+  window.addEventListener('popstate', () => { writeForm(stateFromURL()); schedule(0); });
+  await update(++generation);
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  init().catch((error) => { showError(error.message); document.body.dataset.state = 'ready'; });
+});
