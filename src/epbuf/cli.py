@@ -558,6 +558,28 @@ class _Absorb:
         return lambda *args, **kwargs: self
 
 
+# --- replay ---------------------------------------------------------------------------
+def _add_replay(sub) -> None:
+    p = sub.add_parser("replay", help="DeepEP-Ascend's dispatch writer against its receive epilogue, on real bytes",
+                       description="Write a sample token as the Ascend dispatch kernel does, read it back as the receive "
+                                   "epilogue does, and print each field as written and as read (exit status 0: a "
+                                   "demonstration).")
+    _add_plan_options(p, backend=False)
+    p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.replay/1)")
+    p.set_defaults(run=_run_replay)
+
+
+def _run_replay(args: argparse.Namespace) -> int:
+    from .codec.replay import render_replay, replay, replay_to_dict
+
+    result = replay(_plan_from_args(args))
+    if args.json:
+        _print_json(replay_to_dict(result))
+    else:
+        sys.stdout.write(render_replay(result))
+    return 0
+
+
 class _Subcommands:
     """``add_subparsers()`` result that builds options only for the selected command."""
 
@@ -572,7 +594,7 @@ class _Subcommands:
         return _Absorb()
 
 
-COMMANDS = ("hint", "layout", "compare", "fit", "sweep", "models", "devices", "versions", "engine")
+COMMANDS = ("hint", "layout", "compare", "fit", "sweep", "models", "devices", "versions", "engine", "replay")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -596,6 +618,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     _add_models(sub)
     _add_devices(sub)
     _add_versions(sub)
+    _add_replay(sub)
     from .engines.cli import add_parser as _add_engine
 
     _add_engine(sub)
