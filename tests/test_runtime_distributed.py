@@ -18,7 +18,7 @@ pytest.importorskip("numpy")
 sys.path.insert(0, str(Path(__file__).parent))  # the spawned ranks import _runtime_cases from here
 
 from _moe_reference import Case  # noqa: E402
-from _runtime_cases import refuse_then_die, run_cases, time_out  # noqa: E402
+from _moe_reference import refuse_then_die, run_cases, time_out  # noqa: E402
 
 from epbuf.runtime.testing import run_gloo  # noqa: E402
 
