@@ -239,13 +239,16 @@ def refuse_then_die(rank: int, num_ranks: int, case) -> dict:
     return outcome
 
 
-def time_out(rank: int, num_ranks: int, case) -> dict:
-    """Rank 1 does not call dispatch: rank 0 must raise after its 1.5 s timeout."""
+def time_out(rank: int, num_ranks: int, case, done_file: str) -> dict:
+    """Rank 1 does not call dispatch (it waits, alive, until rank 0 is done): rank 0 must
+    raise after its 1.5 s timeout."""
     from epbuf.runtime import Buffer, PeerError
 
     buffer = Buffer(None, case.plan(), timeout=1.5)
     if rank == 1:
-        time.sleep(4)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(done_file) and time.monotonic() < deadline:
+            time.sleep(0.05)
         return {}
     x, idx, w = make_inputs(case, rank)
     start = time.monotonic()
@@ -260,4 +263,5 @@ def time_out(rank: int, num_ranks: int, case) -> dict:
         buffer.dispatch(x, idx, w)
     except PeerError as error:
         outcome["after"] = f"PeerError: {error}"
+    open(done_file, "w").close()
     return outcome

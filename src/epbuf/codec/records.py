@@ -24,6 +24,8 @@ do for hidden 7000): one vectorised copy per field, no loop over tokens.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..errors import ArgumentProblem as Problem
 from ..errors import EpbufError, InvalidArgumentError
 from ..report import Field, RecordLayout
@@ -78,16 +80,36 @@ def _field_bytes(field: Field, value, num_tokens: int, ops):
     raise _problem(field, value, ops, f"give {count} elements of {field.dtype} or {field.num_bytes} bytes per token")
 
 
-def _slot_index(slots, num_tokens: int, ops, like):
-    """``(first, None)`` for consecutive slots from ``first``, else ``(None, index array)``."""
-    if slots is None:
-        return 0, None
-    if isinstance(slots, int) and not isinstance(slots, bool):
-        return slots, None
-    index = ops.index(slots, like)
-    if _shape(index) != (num_tokens,):
-        raise InvalidArgumentError([Problem("slots", list(_shape(index)), f"must hold one slot per token ({num_tokens})")])
-    return None, index
+class _Slots:
+    """Where the tokens go: ``first .. first + count - 1`` or an index array; lowest and
+    highest slot computed once."""
+
+    __slots__ = ("first", "index", "count", "lowest", "highest")
+
+    def __init__(self, slots, count: int, ops, like) -> None:
+        self.count = count
+        if slots is None or (isinstance(slots, int) and not isinstance(slots, bool)):
+            self.first, self.index = slots or 0, None
+            self.lowest, self.highest = self.first, self.first + count - 1
+            return
+        self.first = None
+        self.index = ops.index(slots, like)
+        if _shape(self.index) != (count,):
+            raise InvalidArgumentError([Problem("slots", list(_shape(self.index)),
+                                                f"must hold one slot per token ({count})")])
+        host = ops.to_numpy(self.index)
+        self.lowest, self.highest = (int(host.min()), int(host.max())) if count else (0, -1)
+
+    def check(self, stride: int, length: int, end: int, what: str) -> None:
+        if self.count == 0:
+            return
+        if self.lowest < 0:
+            raise InvalidArgumentError([Problem("slots", self.lowest, "slot indices must be >= 0")])
+        if self.highest * stride + end > length:
+            raise CodecError(
+                f"{what} slot {self.highest} needs bytes up to {self.highest * stride + end:,} (slot x {stride:,} B "
+                f"stride + {end:,}) but the buffer holds {length:,} B; at most "
+                f"{max(0, (length - end) // stride + 1):,} slots fit")
 
 
 def _check_buffer(buffer, ops) -> int:
@@ -97,32 +119,31 @@ def _check_buffer(buffer, ops) -> int:
     return ops.length(buffer)
 
 
-def _last_slot(first, index, num_tokens: int, ops) -> int:
-    if index is None:
-        return first + num_tokens - 1
-    return int(ops.to_numpy(index).max()) if num_tokens else -1
-
-
 def _addressable(field: Field, stride: int, length: int) -> int:
     """Slots whose ``field`` lies inside a buffer of ``length`` bytes."""
     return max(0, (length - field.end) // stride + 1) if length >= field.end else 0
 
 
 def _column(buffer, field: Field, stride: int, length: int, ops):
+    """The strided ``[slots, field bytes]`` view of one field in every addressable slot."""
     return ops.strided(buffer, field.offset, _addressable(field, stride, length), field.num_bytes, stride)
 
 
-def _check_slots(first, index, num_tokens: int, ops, stride: int, length: int, end: int, what: str) -> None:
-    if num_tokens == 0:
-        return
-    lowest = first if index is None else int(ops.to_numpy(index).min())
-    if lowest < 0:
-        raise InvalidArgumentError([Problem("slots", lowest, "slot indices must be >= 0")])
-    last = _last_slot(first, index, num_tokens, ops)
-    if last * stride + end > length:
-        raise CodecError(
-            f"{what} slot {last} needs bytes up to {last * stride + end:,} (slot x {stride:,} B stride + {end:,}) "
-            f"but the buffer holds {length:,} B; at most {max(0, (length - end) // stride + 1):,} slots fit")
+def _split(value):
+    """``(array, rows)`` for a field given as ``(array, rows)``, else ``(value, None)``."""
+    if isinstance(value, tuple) and len(value) == 2:
+        return value
+    return value, None
+
+
+@lru_cache(maxsize=256)
+def _writer_problem(layout: RecordLayout) -> str | None:
+    """Why ``layout`` cannot be written slot after slot (fields overlapping or past the stride)."""
+    if layout.overlaps() or layout.overrun_bytes():
+        return (f"the {layout.name!r} record ({layout.view or 'no view'}) has fields that overlap "
+                f"{layout.overlaps()} or end {layout.overrun_bytes()} B past its {layout.num_bytes}-byte "
+                "stride; a writer must stay inside its slot (use the writer view)")
+    return None
 
 
 def pack(layout: RecordLayout, *, out=None, slots=None, **fields):
@@ -138,7 +159,8 @@ def pack(layout: RecordLayout, *, out=None, slots=None, **fields):
             from it; an index array = one slot per token.
         **fields: field name -> ``[num_tokens, count]`` values (``[num_tokens]`` when
             ``count == 1``), in the field's dtype, or in another numeric dtype whose values
-            convert exactly, or with the same bytes per token (``_field_bytes``).
+            convert exactly, or with the same bytes per token (``_field_bytes``); or
+            ``(array, rows)``: rows ``rows`` of ``array``, gathered straight into the slots.
             Fields not given and padding are written as zeros in every slot written.
 
     Raises:
@@ -150,46 +172,57 @@ def pack(layout: RecordLayout, *, out=None, slots=None, **fields):
     if unknown:
         raise InvalidArgumentError([Problem(name, "given", f"not a field of the {layout.name!r} record; its fields: "
                                                            f"{', '.join(data)}") for name in unknown])
-    if layout.overlaps() or layout.overrun_bytes():
-        raise CodecError(f"the {layout.name!r} record ({layout.view or 'no view'}) has fields that overlap "
-                         f"{layout.overlaps()} or end {layout.overrun_bytes()} B past its {layout.num_bytes}-byte "
-                         "stride; a writer must stay inside its slot (use the writer view)")
-    values = {name: v for name, v in fields.items() if v is not None}
-    ops = ops_for(out, *values.values(), argument="out")
-    for name, v in values.items():
+    problem = _writer_problem(layout)
+    if problem:
+        raise CodecError(problem)
+    values = {name: _split(v) for name, v in fields.items() if v is not None}
+    ops = ops_for(out, *(v for v, _ in values.values()), argument="out")
+    for name, (v, rows) in values.items():
         if not ops.is_array(v):
             raise InvalidArgumentError([Problem(name, type(v).__name__, f"must be a {ops.kind} array like the others")])
-    like = out if out is not None else next(iter(values.values()), None)
-    counts = {int(_shape(v)[0]) if _shape(v) else -1 for v in values.values()}
+    like = out if out is not None else next(iter(values.values()), (None,))[0]
+    counts = {(int(_shape(rows)[0]) if rows is not None else (int(_shape(v)[0]) if _shape(v) else -1))
+              for v, rows in values.values()}
     if len(counts) > 1:
-        raise InvalidArgumentError([Problem("fields", {k: list(_shape(v)) for k, v in values.items()},
+        raise InvalidArgumentError([Problem("fields", {k: list(_shape(v)) for k, (v, _) in values.items()},
                                             "every field needs the same number of tokens (rows)")])
     num_tokens = counts.pop() if counts else 0
     stride = layout.num_bytes
-    first, index = _slot_index(slots, num_tokens, ops, like)
+    target = _Slots(slots, num_tokens, ops, like)
     fresh = out is None
     if fresh:
-        if index is not None or first:
+        if target.index is not None or target.first:
             raise InvalidArgumentError([Problem("slots", "given", "needs out= (a buffer to place the slots in)")])
         out = ops.zeros(num_tokens * stride, ops.uint8, like)
     length = _check_buffer(out, ops)
-    _check_slots(first, index, num_tokens, ops, stride, length, stride, "pack:")
+    target.check(stride, length, stride, "pack:")
     for f in layout.fields:
-        value = values.get(f.name) if not f.is_padding else None
+        value, rows = values.get(f.name, (None, None)) if not f.is_padding else (None, None)
         if value is None and fresh:
             continue  # already zero
         column = _column(out, f, stride, length, ops)
-        rows = column[first:first + num_tokens] if index is None else None
-        source = 0 if value is None else _field_bytes(f, value, num_tokens, ops)
-        if index is None:
-            rows[...] = source
+        if value is None:
+            source = 0
+        elif rows is None:
+            source = _field_bytes(f, value, num_tokens, ops)
         else:
-            column[index] = source
+            source = _field_bytes(f, value, int(_shape(value)[0]), ops)
+            if target.index is None:  # gather straight into the slots
+                ops.take_into(column[target.first:target.first + num_tokens], source, ops.index(rows, like))
+                continue
+            source = ops.gather_rows(source, ops.index(rows, like))
+        if target.index is None:
+            column[target.first:target.first + num_tokens] = source
+        elif isinstance(source, int):
+            ops.scatter_rows(column, target.index, ops.zeros((num_tokens, f.num_bytes), ops.uint8, like))
+        else:
+            ops.scatter_rows(column, target.index, source)
     return out
 
 
-def unpack(layout: RecordLayout, buffer, *, num_slots: int | None = None, slots=None, fields=None) -> dict:
-    """Read the fields of record slots: field name -> array (a copy).
+def unpack(layout: RecordLayout, buffer, *, num_slots: int | None = None, slots=None, fields=None,
+           copy: bool = True) -> dict:
+    """Read the fields of record slots: field name -> array.
 
     Args:
         layout: the record as the reader sees it (fields may run past the stride: a
@@ -199,6 +232,8 @@ def unpack(layout: RecordLayout, buffer, *, num_slots: int | None = None, slots=
             buffer, ``len(buffer) // stride``); ignored when ``slots`` is an index array.
         slots: an int (the first of ``num_slots`` consecutive slots) or an index array.
         fields: the names to read (default: every data field).
+        copy: ``False`` returns views into the buffer where the slots are consecutive and
+            the element type allows (they change when the buffer does).
 
     Returns:
         ``{name: [n, count] array}`` (2-D even when ``count == 1``) in the field's dtype as
@@ -222,14 +257,19 @@ def unpack(layout: RecordLayout, buffer, *, num_slots: int | None = None, slots=
         num_tokens = max(0, length // stride - (slots or 0)) if num_slots is None else num_slots
         if num_tokens < 0:
             raise InvalidArgumentError([Problem("num_slots", num_tokens, "allowed >= 0")])
-    first, index = _slot_index(slots, num_tokens, ops, buffer)
+    source = _Slots(slots, num_tokens, ops, buffer)
     result = {}
     for name in names:
         f = data[name]
-        _check_slots(first, index, num_tokens, ops, stride, length, f.end, f"unpack: field {name!r} of")
+        source.check(stride, length, f.end, f"unpack: field {name!r} of")
         column = _column(buffer, f, stride, length, ops)
-        rows = column[first:first + num_tokens] if index is None else column[index]
-        values = ops.as_dtype(rows, ops.dtype(f.dtype))
+        dtype = ops.dtype(f.dtype)
+        if source.index is not None:
+            values = ops.as_dtype(ops.gather_rows(column, source.index), dtype)
+        else:
+            rows = column[source.first:source.first + num_tokens]
+            values = ops.view_as(rows, dtype) if not copy else None
+            values = ops.as_dtype(rows, dtype) if values is None else values
         result[name] = values.reshape(num_tokens, _elements(f))
     return result
 

@@ -31,6 +31,7 @@ partial of its ``k``-th destination rank in that accumulation order — the regi
 from __future__ import annotations
 
 import zlib
+from functools import lru_cache
 from typing import NamedTuple
 
 from .._record import Record
@@ -223,13 +224,14 @@ class RankState:
         d, c = layout.dispatch, layout.combine
         self.dispatch_region = buffer[d.offset:d.offset + d.num_bytes]
         self.combine_region = buffer[c.offset:c.offset + c.num_bytes]
+        self._layout_key = repr((layout.report.backend, d.record, c.record, layout.num_ranks,
+                                 layout.num_max_tokens_per_rank, layout.num_experts))
 
     # --- checks ------------------------------------------------------------------------
     def _fingerprint(self, *extra: object) -> int:
-        lay = self.layout
-        key = (lay.report.backend, lay.dispatch.record, lay.combine.record, lay.num_ranks,
-               lay.num_max_tokens_per_rank, lay.num_experts) + extra
-        return zlib.crc32(repr(key).encode()) & 0x7FFFFFFF
+        """A number every rank computes alike from the layout and the call's dtypes (not
+        ``hash``: string hashes differ between processes)."""
+        return zlib.crc32((self._layout_key + repr(extra)).encode()) & 0x7FFFFFFF
 
     def check_dispatch(self, x, topk_idx, topk_weights):
         """Every input problem, before any communication. Returns ``(x, sf)``."""
@@ -304,7 +306,7 @@ class RankState:
         # refs.py combine order: a rank's partial sits at its last top-k slot; partials add in slot order.
         topk = host_idx.shape[1]
         same = dest[:, :, None] == dest[:, None, :]
-        is_last = valid & ~(same & np.triu(np.ones((topk, topk), dtype=bool), 1)[None]).any(axis=2)
+        is_last = valid & ~(same & _later(topk)).any(axis=2)
         ordinal = np.cumsum(is_last, axis=1) - 1
         rank_ordinal = np.full((num_tokens, num_ranks), -1, dtype=np.int64)
         token, slot = np.nonzero(is_last)
@@ -316,14 +318,14 @@ class RankState:
         stride = lay.dispatch.record.num_bytes
         rows = ops.index(send_token, like=x)
         send = ops.empty(len(send_token) * stride, ops.uint8, like=x)
-        fields = {
-            "hidden": ops.take(x, rows),
+        fields = {  # (array, rows): gathered straight into the send records
+            "hidden": (x, rows),
             "topk_idx": ops.from_numpy(masked_idx, like=x),
-            "topk_weights": None if topk_weights is None else ops.take(topk_weights, rows),
+            "topk_weights": None if topk_weights is None else (topk_weights, rows),
             "src_token_global_idx": ops.from_numpy(src, like=x),
         }
         if sf is not None:
-            fields["sf"] = ops.take(sf, rows)
+            fields["sf"] = (sf, rows)
         pack(lay.dispatch.record, out=send, **fields)
         sf_dtype = None if sf is None else ops.dtype_name(sf)
         fingerprint = self._fingerprint(ops.dtype_name(x), sf_dtype, topk_weights is not None)
@@ -360,19 +362,27 @@ class RankState:
             raise PeerError(f"{what}: a peer sent more than num_max_tokens_per_rank tokens: {counts.tolist()}")
         return counts
 
-    def finish_dispatch(self, prepared: DispatchSend, recv_counts, staging) -> DispatchResult:
-        """Place the received records at their slots ``(source rank, t)`` and read them back."""
+    def dispatch_landing(self, num_records: int):
+        """Where the exchange delivers the records, one peer after the other: the start of
+        the dispatch region (``finish_dispatch`` then moves each peer's records to its row)."""
+        return self.dispatch_region[:num_records * self.layout.dispatch.record.num_bytes]
+
+    def finish_dispatch(self, prepared: DispatchSend, recv_counts) -> DispatchResult:
+        """Move each peer's records, delivered one after the other at the start of the region,
+        to their slots ``(source rank, t)`` and read them back."""
         lay, ops = self.layout, self.ops
         np = _numpy()
         tokens = lay.num_max_tokens_per_rank
         stride = lay.dispatch.record.num_bytes
         total = int(recv_counts.sum())
-        first = np.concatenate(([0], np.cumsum(recv_counts)[:-1]))
+        first = np.concatenate(([0], np.cumsum(recv_counts)[:-1])).astype(np.int64)
+        for r in range(lay.num_ranks - 1, 0, -1):  # last peer first: a row never lands on records still to move
+            count, source, target = int(recv_counts[r]), int(first[r]) * stride, r * tokens * stride
+            if count and source != target:
+                ops.move(self.dispatch_region, source, target, count * stride)
         recv_slots = np.arange(total, dtype=np.int64) + np.repeat(np.arange(lay.num_ranks) * tokens - first,
                                                                    recv_counts)
-        region = slot_rows(self.dispatch_region, stride, lay.dispatch.num_slots)
         slots = ops.index(recv_slots, like=self.buffer)
-        region[slots] = staging.reshape(total, stride)
         fields = unpack(lay.dispatch.record, self.dispatch_region, slots=slots)
         like = prepared.like
         global_idx = fields["topk_idx"]
@@ -419,12 +429,16 @@ class RankState:
         ops = self.ops
         acc = ops.zeros((int(y.shape[0]), int(y.shape[2])), ops.dtype("float32"), like=y)
         weights = handle.recv_topk_weights
-        valid = handle.recv_topk_idx >= 0
+        valid = ops.to_numpy(handle.recv_topk_idx) >= 0
         for j in range(int(y.shape[1])):
-            contribution = ops.bf16_to_float32(y[:, j])
+            token = ops.index(valid[:, j].nonzero()[0], like=y)
+            if not len(token):
+                continue
+            contribution = ops.bf16_to_float32(ops.take(y[:, j], token))
             if weights is not None:
-                contribution = ops.bf16_to_float32(ops.float32_to_bf16(weights[:, j:j + 1] * contribution))
-            acc += ops.where(valid[:, j:j + 1], contribution, 0.0)
+                w = ops.take(weights[:, j:j + 1], token)
+                contribution = ops.bf16_to_float32(ops.float32_to_bf16(w * contribution))
+            ops.index_add(acc, token, contribution)
         return ops.float32_to_bf16(acc)
 
     def prepare_combine(self, y, handle: Handle, topk_weights) -> CombineSend:
@@ -437,13 +451,14 @@ class RankState:
                            fingerprint=self._fingerprint("combine", topk_weights is not None))
 
     def finish_combine(self, handle: Handle, staging, with_weights: bool) -> CombineResult:
-        """Place each partial at slot ``(k, i)`` and sum the rows ``k`` in order."""
+        """Place each partial at slot ``(k, i)``, then add the rows ``k = 0, 1, ...`` in order
+        (tokens with fewer destinations add +0.0, which changes no sum)."""
         lay, ops = self.layout, self.ops
         np = _numpy()
         stride, tokens = lay.combine.record.num_bytes, lay.num_max_tokens_per_rank
         total = int(handle.send_counts.sum())
         region = slot_rows(self.combine_region, stride, lay.combine.num_slots)
-        region[ops.index(handle.combine_slots, like=self.buffer)] = staging.reshape(total, stride)
+        ops.scatter_rows(region, ops.index(handle.combine_slots, like=self.buffer), staging.reshape(total, stride))
         num_tokens = handle.num_tokens
         f32 = ops.dtype("float32")
         acc = ops.zeros((num_tokens, lay.hidden), f32, like=self.buffer)
@@ -456,10 +471,17 @@ class RankState:
             rows = ops.index(token, like=self.buffer)
             fields = unpack(lay.combine.record, self.combine_region, slots=ops.index(k * tokens + token,
                                                                                      like=self.buffer), fields=names)
-            ops.index_add(acc, rows, ops.bf16_to_float32(fields["hidden"]))
+            ops.index_add(acc, rows, ops.bf16_to_float32(fields["hidden"]))  # one addition per token: in order
             if with_weights:
                 ops.index_add(acc_weights, rows, fields["topk_weights"])
         return CombineResult(ops.float32_to_bf16(acc), acc_weights)
+
+
+@lru_cache(maxsize=64)
+def _later(num_topk: int):
+    """``[1, k, k]`` booleans: slot ``j2`` comes after slot ``j``."""
+    np = _numpy()
+    return np.triu(np.ones((num_topk, num_topk), dtype=bool), 1)[None]
 
 
 def _numpy():

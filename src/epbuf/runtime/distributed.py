@@ -111,8 +111,10 @@ class Buffer:
                    f"{what}: the count exchange")
         return recv.cpu().numpy()
 
-    def _exchange_records(self, send, send_counts, recv_counts, stride: int, what: str):
-        recv = self._torch.empty(int(recv_counts.sum()) * stride, dtype=self._torch.uint8, device=self.buffer.device)
+    def _exchange_records(self, send, send_counts, recv_counts, stride: int, what: str, recv=None):
+        if recv is None:
+            recv = self._torch.empty(int(recv_counts.sum()) * stride, dtype=self._torch.uint8,
+                                     device=self.buffer.device)
         work = self._dist.all_to_all_single(recv, send, [int(c) * stride for c in recv_counts],
                                             [int(c) * stride for c in send_counts], group=self.group, async_op=True)
         self._wait(work, f"{what}: the all_to_all_single of packed records")
@@ -155,9 +157,9 @@ class Buffer:
         if error is not None:
             raise error
         recv_counts = state.check_peers(received, prepared.fingerprint, "dispatch")
-        staging = self._exchange_records(prepared.send, prepared.send_counts, recv_counts,
-                                         self.layout.dispatch.record.num_bytes, "dispatch")
-        return state.finish_dispatch(prepared, recv_counts, staging)
+        self._exchange_records(prepared.send, prepared.send_counts, recv_counts, self.layout.dispatch.record.num_bytes,
+                               "dispatch", recv=state.dispatch_landing(int(recv_counts.sum())))
+        return state.finish_dispatch(prepared, recv_counts)
 
     def combine(self, y, handle: Handle, topk_weights=None) -> CombineResult:
         """Send each received token back and reduce at its source (``refs.py`` ``combine``

@@ -104,7 +104,9 @@ class Simulator:
         for q, state in enumerate(self.ranks):
             received = numpy_ops().np.stack([rows[s][q] for s in range(len(rows))])
             recv_counts = state.check_peers(received, prepared[q].fingerprint, "dispatch")
-            results.append(state.finish_dispatch(prepared[q], recv_counts, staging[q]))
+            landing = state.dispatch_landing(int(recv_counts.sum()))
+            landing[...] = staging[q]
+            results.append(state.finish_dispatch(prepared[q], recv_counts))
         return results
 
     def combine(self, y: list, handles: list, topk_weights: list | None = None) -> list[CombineResult]:
