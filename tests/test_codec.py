@@ -207,9 +207,11 @@ def test_e4m3fn_and_bf16_conversions_match_torch():
     assert np.array_equal(e4m3fn_to_float32(codes),
                           torch.from_numpy(codes).view(torch.float8_e4m3fn).float().numpy(), equal_nan=True)
     rng = np.random.default_rng(0)
+    edges = [0.0, -0.0, 448.0, -448.0, 2 ** -9, 2 ** -10, 3 * 2 ** -11, 1.5 * 2 ** -9]
     values = np.concatenate([rng.uniform(-448, 448, 200_000), rng.standard_normal(200_000) * 2.0 ** -7,
-                             [0.0, -0.0, 448.0, -448.0, 2 ** -9, 2 ** -10, 3 * 2 ** -11, 1.5 * 2 ** -9]]).astype(np.float32)
-    assert np.array_equal(float32_to_e4m3fn(values), torch.from_numpy(values).to(torch.float8_e4m3fn).view(torch.uint8).numpy())
+                             edges]).astype(np.float32)
+    by_torch = torch.from_numpy(values).to(torch.float8_e4m3fn).view(torch.uint8).numpy()
+    assert np.array_equal(float32_to_e4m3fn(values), by_torch)
     assert float32_to_e4m3fn(np.array([1000.0, np.nan], np.float32)).tolist() == [0x7E, 0x7F]  # saturate; NaN
     floats = rng.integers(0, 2 ** 32, 200_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
     finite = floats[~np.isnan(floats)]
@@ -217,8 +219,8 @@ def test_e4m3fn_and_bf16_conversions_match_torch():
                           torch.from_numpy(finite).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16))
     assert float32_to_bfloat16(np.array([np.nan], np.float32)).tolist() == [0x7FC0]
     bits = np.arange(65536, dtype=np.uint16)
-    assert np.array_equal(bfloat16_to_float32(bits), torch.from_numpy(bits.view(np.int16)).view(torch.bfloat16).float().numpy(),
-                          equal_nan=True)
+    by_torch = torch.from_numpy(bits.view(np.int16)).view(torch.bfloat16).float().numpy()
+    assert np.array_equal(bfloat16_to_float32(bits), by_torch, equal_nan=True)
 
 
 def _deepep_cast(x):
@@ -242,7 +244,8 @@ def test_quantize_fp8_is_deepeps_recipe_bit_for_bit(hidden):
 
 
 @settings(max_examples=80, deadline=None)
-@given(num_tokens=st.integers(0, 4), hidden=st.integers(1, 300), log_scale=st.floats(-30, 30), seed=st.integers(0, 2 ** 32 - 1))
+@given(num_tokens=st.integers(0, 4), hidden=st.integers(1, 300), log_scale=st.floats(-30, 30),
+       seed=st.integers(0, 2 ** 32 - 1))
 def test_fp8_error_bound(num_tokens, hidden, log_scale, seed):
     """|dequantize(quantize(x)) - x| <= 2**-4 |x| + 2**-10 s + 2**-20 |x|, s the block's scale
     (epbuf.codec.fp8 docstring)."""

@@ -131,7 +131,8 @@ def inputs(n=3, topk=2, hidden=256):
     (lambda x, i: (x[:, :128], i), r"x \(rank 1\) = 'bfloat16 \[3, 128\]'"),
     (lambda x, i: (x, i + 4), r"topk_idx \(rank 1\) = 'values 4\.\.4': allowed -1\.\.3 \(-1: no expert\)"),
     (lambda x, i: (x, i - 2), r"topk_idx \(rank 1\) = 'values -2\.\.-2': allowed -1\.\.3"),
-    (lambda x, i: (x, i[:, :1]), r"topk_idx \(rank 1\) = 'int64 \[3, 1\]': must be int64 or int32 \[num_tokens = 3, num_topk = 2\]"),
+    (lambda x, i: (x, i[:, :1]),
+     r"topk_idx \(rank 1\) = 'int64 \[3, 1\]': must be int64 or int32 \[num_tokens = 3, num_topk = 2\]"),
     (lambda x, i: (x, i.float()), r"topk_idx \(rank 1\) = 'float32 \[3, 2\]'"),
     (lambda x, i: ((x, x), i), r"x \(rank 1\) = 'a tuple': BF16 dispatch takes one \[num_tokens, hidden\] tensor"),
 ])
@@ -174,8 +175,8 @@ def test_combine_input_errors():
 @pytest.mark.parametrize("the_plan,backend,message", [
     (plan(num_experts=3), "ascend", r"must be divisible by num_ranks = 2"),
     (plan(), "deepep-v2", r"no region of the report holds 'dispatch' records with a \(rows, slots\) shape"),
-    (plan(hidden=7000, num_topk=6, num_experts=8, use_fp8_dispatch=True), "ascend", r"'dispatch' record's fields overlap \[\] or end 4 B past "
-                                                         r"its 7320-byte stride"),
+    (plan(hidden=7000, num_topk=6, num_experts=8, use_fp8_dispatch=True), "ascend",
+     r"'dispatch' record's fields overlap \[\] or end 4 B past its 7320-byte stride"),
 ])
 def test_layouts_the_runtime_cannot_use_are_refused(the_plan, backend, message):
     with pytest.raises(EpbufError, match=message):

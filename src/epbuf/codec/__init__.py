@@ -8,7 +8,8 @@ behind ``epbuf replay``) stays standard-library only.
 ``pack(layout, out=None, slots=None, **fields)``, ``unpack(layout, buffer, ...)``, ``slot_rows``
     :mod:`epbuf.codec.records`: fields to bytes and back, offsets from the backend's
     :class:`~epbuf.report.RecordLayout` only.
-``quantize_fp8``, ``dequantize_fp8``, ``float32_to_e4m3fn``, ``e4m3fn_to_float32``, ``float32_to_bfloat16``, ``bfloat16_to_float32``
+``quantize_fp8``, ``dequantize_fp8``, ``float32_to_e4m3fn``, ``e4m3fn_to_float32``,
+``float32_to_bfloat16``, ``bfloat16_to_float32``
     :mod:`epbuf.codec.fp8`: DeepEP's per-128 FP8 recipe and BF16 rounding, bit-exact with torch.
 ``region_slots(report, record_name)``, ``region_offset(buffer, region)``
     :mod:`epbuf.codec.regions`: where a report's regions of records sit in their buffer.

@@ -42,7 +42,7 @@ from __future__ import annotations
 import struct
 
 from .._record import Record
-from ..report import Finding, RecordLayout, _record_dict
+from ..report import RecordLayout, _record_dict
 from ..units import format_int
 
 __all__ = ["ReplayField", "Replay", "replay", "replay_to_dict", "render_replay", "SCHEMA"]

@@ -384,7 +384,6 @@ class RankState:
                                                                    recv_counts)
         slots = ops.index(recv_slots, like=self.buffer)
         fields = unpack(lay.dispatch.record, self.dispatch_region, slots=slots)
-        like = prepared.like
         global_idx = fields["topk_idx"]
         start = self.rank * (lay.num_experts // lay.num_ranks)
         local = (global_idx >= start) & (global_idx < start + lay.num_experts // lay.num_ranks)

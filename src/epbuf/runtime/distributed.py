@@ -82,7 +82,8 @@ class Buffer:
             raise InvalidArgumentError([ArgumentProblem("timeout", timeout, "seconds, > 0")])
         self.timeout = float(timeout)
         if device is None:
-            device = "cpu" if dist.get_backend(self.group) == "gloo" else torch.device("cuda", torch.cuda.current_device())
+            gloo = dist.get_backend(self.group) == "gloo"
+            device = "cpu" if gloo else torch.device("cuda", torch.cuda.current_device())
         self.buffer = torch.zeros(num_bytes, dtype=torch.uint8, device=device)
         self._state = RankState(self.layout, self.rank, self.buffer)
         self._broken: str | None = None
