@@ -212,7 +212,7 @@ def pack(layout: RecordLayout, *, out=None, slots=None, **fields):
                 continue
             source = ops.gather_rows(source, ops.index(rows, like))
         if target.index is None:
-            column[target.first:target.first + num_tokens] = source
+            ops.assign(column[target.first:target.first + num_tokens], source)
         elif isinstance(source, int):
             ops.scatter_rows(column, target.index, ops.zeros((num_tokens, f.num_bytes), ops.uint8, like))
         else:
