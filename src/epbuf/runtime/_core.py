@@ -9,17 +9,18 @@ and the packed records reach the peers.
 
 Semantics: DeepEP's reference ``deep_ep/utils/refs.py @dd758ca``.
 
-* ``dispatch`` (``refs.py:10-129``): rank ``s`` sends token ``i`` once to every rank that
+* ``dispatch`` (``refs.py:10-123``): rank ``s`` sends token ``i`` once to every rank that
   hosts one of its experts (``expert // (num_experts / num_ranks)``), with the top-k
-  indices of other ranks' experts set to -1 (``:69-70``), all its weights, and
-  ``src_token_global_idx = s * num_max_tokens_per_rank + i`` (``:80-81``). The receiver
+  indices of other ranks' experts set to -1 (``:76-77``), all its weights, and
+  ``src_token_global_idx = s * num_max_tokens_per_rank + i`` (``:90``). The receiver
   gets the tokens not expanded, sorted by ``src_token_global_idx`` (by source rank, then
-  token), with its own experts' indices made local and the rest -1 (``:109-114``).
-* ``combine`` (``refs.py:177-257``, ``reduce_in_local=True``): each rank first reduces a
-  token's top-k slots of its own experts (fp32 sum in top-k order, rounded to BF16), then
-  the source rank sums those per-rank partials in fp32 in the order of each rank's last
-  top-k slot (``grouped_reduce`` keeps a group's sum at its rightmost slot, then
-  ``ordered_accumulate`` adds slots in order) and rounds to BF16.
+  token), with its own experts' indices made local and the rest -1 (``:112-117``).
+* ``combine`` (``refs.py:177-243``, ``reduce_in_local=True``; ``ordered_accumulate``
+  ``:156-174``): each rank first reduces a token's top-k slots of its own experts (fp32
+  sum in top-k order, rounded to BF16), then the source rank sums those per-rank partials
+  in fp32 in the order of each rank's last top-k slot (``grouped_reduce``, ``:201-234``,
+  keeps a group's sum at its rightmost slot; ``ordered_accumulate`` adds slots in order)
+  and rounds to BF16.
 
 The bytes: slot ``(r, t)`` of the dispatch region holds the ``t``-th token received from
 rank ``r``; slot ``(k, i)`` of the combine region holds, for source token ``i``, the
@@ -301,7 +302,7 @@ class RankState:
         sent = np.zeros((num_ranks, num_tokens), dtype=bool)
         token, slot = np.nonzero(valid)
         sent[dest[token, slot], token] = True
-        send_dest, send_token = np.nonzero(sent)  # grouped by destination rank, then token (refs.py:57-76)
+        send_dest, send_token = np.nonzero(sent)  # grouped by destination rank, then token (refs.py:66-73)
         send_counts = sent.sum(axis=1).astype(np.int64)
         # refs.py combine order: a rank's partial sits at its last top-k slot; partials add in slot order.
         topk = host_idx.shape[1]
@@ -312,8 +313,8 @@ class RankState:
         token, slot = np.nonzero(is_last)
         rank_ordinal[token, dest[token, slot]] = ordinal[token, slot]
         combine_slots = rank_ordinal[send_token, send_dest] * lay.num_max_tokens_per_rank + send_token
-        masked_idx = np.where(dest[send_token] == send_dest[:, None], host_idx[send_token], -1)  # refs.py:69-70
-        src = (self.rank * lay.num_max_tokens_per_rank + send_token).astype(np.int32)  # refs.py:80-81
+        masked_idx = np.where(dest[send_token] == send_dest[:, None], host_idx[send_token], -1)  # refs.py:76-77
+        src = (self.rank * lay.num_max_tokens_per_rank + send_token).astype(np.int32)  # refs.py:90
 
         stride = lay.dispatch.record.num_bytes
         rows = ops.index(send_token, like=x)

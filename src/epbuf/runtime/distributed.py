@@ -10,9 +10,11 @@ moves in two collectives, each bounded by ``timeout``:
    ``(source rank, t)`` for dispatch, ``(k, token)`` for combine — and reads back with
    :func:`epbuf.codec.unpack`.
 
-``all_to_all_single`` delivers each peer's records one after the other; placing them is
-one vectorised row copy, after which the buffer holds what DeepEP-Ascend's kernels leave
-in it. A collective that fails or outlasts ``timeout`` (a dead or absent peer) raises
+``all_to_all_single`` delivers each peer's records one after the other: dispatch records
+land at the start of the dispatch region and each peer's run moves to its row (one copy
+per peer, last peer first); combine records land in a staging tensor and one vectorised
+row copy puts them at their slots. After that the buffer holds what DeepEP-Ascend's
+kernels leave in it. A collective that fails or outlasts ``timeout`` (a dead or absent peer) raises
 :class:`~epbuf.runtime.PeerError` and leaves the Buffer unusable (the process group is in
 an unknown state); nothing partial is returned.
 
@@ -128,7 +130,7 @@ class Buffer:
 
     # --- API -----------------------------------------------------------------------------
     def dispatch(self, x, topk_idx, topk_weights=None) -> DispatchResult:
-        """``refs.dispatch`` (``deep_ep/utils/refs.py:10-129 @dd758ca``) through the buffer.
+        """``refs.dispatch`` (``deep_ep/utils/refs.py:10-123 @dd758ca``) through the buffer.
 
         Args:
             x: BF16 ``[num_tokens, hidden]``, or for an FP8 plan ``(x, sf)``: float8_e4m3fn
