@@ -302,7 +302,7 @@ class RankState:
         sent = np.zeros((num_ranks, num_tokens), dtype=bool)
         token, slot = np.nonzero(valid)
         sent[dest[token, slot], token] = True
-        send_dest, send_token = np.nonzero(sent)  # grouped by destination rank, then token (refs.py:62-84)
+        send_dest, send_token = np.nonzero(sent)  # grouped by destination rank, then token (refs.py:62-83)
         send_counts = sent.sum(axis=1).astype(np.int64)
         # refs.py combine order: a rank's partial sits at its last top-k slot; partials add in slot order.
         topk = host_idx.shape[1]
