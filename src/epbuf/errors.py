@@ -15,6 +15,9 @@ print ``str(error)`` as it is and exit with status 2.
 ``ConfigFileError``
     A ``config.json`` (or other input file) that is missing, unreadable, not JSON or
     lacks a key.
+``MissingExtraError``
+    An optional dependency (numpy, torch, matplotlib) is not installed; the message
+    names the extra to install (``pip install 'epbuf[codec]'``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ __all__ = [
     "InvalidArgumentError",
     "UnknownNameError",
     "ConfigFileError",
+    "MissingExtraError",
     "Problem",
+    "ArgumentProblem",
     "Checker",
     "option_for",
     "check_int",
@@ -84,6 +89,16 @@ class Problem:
         return f"Problem({self.argument!r}, {self.value!r}, {self.allowed!r})"
 
 
+class ArgumentProblem(Problem):
+    """A :class:`Problem` of a Python API argument that has no command-line option
+    (the codec's fields, the runtime's tensors): printed as ``argument = value: allowed``."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return f"{self.argument} = {self.value!r}: {self.allowed}"
+
+
 class InvalidArgumentError(EpbufError):
     """Arguments outside what upstream accepts; ``problems`` lists each one."""
 
@@ -98,6 +113,10 @@ class UnknownNameError(EpbufError):
 
 class ConfigFileError(EpbufError):
     """An input file that is missing, unreadable, not JSON or lacks a key."""
+
+
+class MissingExtraError(EpbufError):
+    """An optional dependency is not installed; the message names the extra to install."""
 
 
 class Checker:

@@ -8,7 +8,7 @@ backend, so nothing else in epbuf needs it.
 
 from __future__ import annotations
 
-from .errors import EpbufError
+from .errors import EpbufError, MissingExtraError
 from .sweep import SweepResult
 from .units import GiB, MiB
 
@@ -21,10 +21,6 @@ _LABELS = {
     "num_topk": "top-k",
     "num_experts": "experts",
 }
-
-
-class MissingExtraError(EpbufError):
-    """An optional dependency is not installed; the message names the extra to install."""
 
 
 def _pyplot():

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "devices": ("presets", "the device memory presets, with their sources"),
     "versions": ("presets", "the upstream formula generations each backend supports (--backend-version)"),
     "engine": ("engine", "what a serving/training engine allocates with its flags; fit and fixes"),
+    "replay": ("replay", "DeepEP-Ascend's dispatch writer against its receive epilogue, on real bytes"),
     "serve": ("serve", "the calculator as a web page and JSON API (this machine only by default)"),
 }
 

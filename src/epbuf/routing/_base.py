@@ -47,7 +47,7 @@ def numpy():
     try:
         import numpy as np
     except ImportError:
-        from ..plot import MissingExtraError
+        from ..errors import MissingExtraError
 
         raise MissingExtraError("epbuf simulate needs numpy: pip install 'epbuf[sim]'") from None
     return np

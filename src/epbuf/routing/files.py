@@ -69,7 +69,7 @@ def load(path: str | os.PathLike, *, num_ranks: int, num_experts: int, num_max_t
         try:
             import torch
         except ImportError:
-            from ..plot import MissingExtraError
+            from ..errors import MissingExtraError
 
             raise MissingExtraError("--routing-file .pt needs torch: pip install 'epbuf[torch]' "
                                     "(or save the routing with numpy.save as .npy)") from None

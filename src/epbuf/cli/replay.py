@@ -1,0 +1,29 @@
+"""``epbuf replay``: DeepEP-Ascend's dispatch writer against its receive epilogue on real bytes —
+each field of a sample token as written and as read (``--json``: schema ``epbuf.replay/1``).
+Standard library only; exit status 0, as it is a demonstration."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._options import add_plan_options, plan_from_args, print_json
+
+
+def configure(p: argparse.ArgumentParser, command: str) -> None:
+    p.description = ("Write a sample token as the Ascend dispatch kernel does, read it back as the receive epilogue "
+                     "does, and print each field as written and as read (exit status 0: a demonstration).")
+    add_plan_options(p, backend=False)
+    p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.replay/1)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..codec.replay import render_replay, replay, replay_to_dict
+
+    result = replay(plan_from_args(args))
+    if args.json:
+        print_json(replay_to_dict(result))
+    else:
+        sys.stdout.write(render_replay(result))
+    return 0

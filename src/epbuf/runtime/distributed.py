@@ -1,0 +1,198 @@
+"""``Buffer``: dispatch and combine on a ``torch.distributed`` process group.
+
+Each rank allocates one uint8 tensor of the backend's hint size. Per direction the data
+moves in two collectives, each bounded by ``timeout``:
+
+1. one ``all_to_all_single`` of ``[count, layout fingerprint]`` per peer (a rank whose
+   input is invalid sends ``-1`` so every peer raises instead of waiting);
+2. one ``all_to_all_single`` of the packed records (:func:`epbuf.codec.pack` with the
+   backend's record), which the receiver places at their slots of the buffer — slot
+   ``(source rank, t)`` for dispatch, ``(k, token)`` for combine — and reads back with
+   :func:`epbuf.codec.unpack`.
+
+``all_to_all_single`` delivers each peer's records one after the other: dispatch records
+land at the start of the dispatch region and each peer's run moves to its row (one copy
+per peer, last peer first); combine records land in a staging tensor and one vectorised
+row copy puts them at their slots. After that the buffer holds what DeepEP-Ascend's
+kernels leave in it. A collective that fails or outlasts ``timeout`` (a dead or absent peer) raises
+:class:`~epbuf.runtime.PeerError` and leaves the Buffer unusable (the process group is in
+an unknown state); nothing partial is returned.
+
+Example (every rank of a 2-rank gloo group)::
+
+    import torch, torch.distributed as dist, epbuf
+    from epbuf.runtime import Buffer
+
+    plan = epbuf.Plan(hidden=7168, num_topk=8, num_experts=64, num_ranks=2,
+                      num_max_tokens_per_rank=128, use_fp8_dispatch=False)
+    buffer = Buffer(dist.group.WORLD, plan)                  # buffer.num_bytes == the hint
+    recv = buffer.dispatch(x, topk_idx, topk_weights)         # refs.dispatch's results + handle
+    out = buffer.combine(expert_out, recv.handle)             # [num_tokens, hidden] BF16
+"""
+
+from __future__ import annotations
+
+from ..codec._arrays import torch_ops
+from ..errors import ArgumentProblem, EpbufError, InvalidArgumentError
+from ._core import CombineResult, DispatchResult, Handle, PeerError, RankState, RuntimeLayout
+
+__all__ = ["Buffer"]
+
+
+class Buffer:
+    """A communication buffer of the backend's hint size and DeepEP-style dispatch/combine.
+
+    Args:
+        group: a ``torch.distributed`` process group (``None``: the default group) of
+            ``plan.num_ranks`` ranks; ``init_process_group`` must have run.
+        plan: the :class:`~epbuf.Plan`; its ``num_max_tokens_per_rank``, ``hidden``,
+            ``num_topk``, experts and ``use_fp8_dispatch`` fix the record layout.
+        backend: whose layout and size hint to use; its report must give the dispatch and
+            combine regions a ``(rows, slots)`` shape (``"ascend"``).
+        num_bytes: the buffer size (default: the hint); smaller than the layout needs is an error.
+        timeout: seconds each collective may take before :class:`PeerError`.
+        device: where the buffer lives (default: CPU for gloo, the current CUDA device otherwise).
+
+    Raises:
+        EpbufError: torch.distributed not initialised, a group of another size, a backend
+            without region shapes, records whose fields overlap, a buffer too small.
+    """
+
+    def __init__(self, group, plan, backend: str = "ascend", *, num_bytes: int | None = None,
+                 timeout: float = 60.0, device=None) -> None:
+        ops = torch_ops()
+        torch = ops.torch
+        import torch.distributed as dist
+
+        if not dist.is_available() or not dist.is_initialized():
+            raise EpbufError("Buffer needs torch.distributed.init_process_group(...) first")
+        self._dist = dist
+        self.group = group if group is not None else dist.group.WORLD
+        self.rank = dist.get_rank(self.group)
+        world = dist.get_world_size(self.group)
+        self.layout = RuntimeLayout.from_plan(plan, backend)
+        if world != self.layout.num_ranks:
+            raise InvalidArgumentError([ArgumentProblem("plan.num_ranks", plan.num_ranks,
+                                                        f"must equal the process group's size ({world})")])
+        needed = max(r.offset + r.num_bytes for r in (self.layout.dispatch, self.layout.combine))
+        num_bytes = self.layout.num_bytes if num_bytes is None else num_bytes
+        if isinstance(num_bytes, bool) or not isinstance(num_bytes, int) or num_bytes < needed:
+            raise InvalidArgumentError([ArgumentProblem(
+                "num_bytes", num_bytes, f"allowed >= {needed:,} (the dispatch and combine regions of the "
+                                        f"{backend} layout; its hint is {self.layout.num_bytes:,})")])
+        if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0):
+            raise InvalidArgumentError([ArgumentProblem("timeout", timeout, "seconds, > 0")])
+        self.timeout = float(timeout)
+        if device is None:
+            gloo = dist.get_backend(self.group) == "gloo"
+            device = "cpu" if gloo else torch.device("cuda", torch.cuda.current_device())
+        self.buffer = torch.zeros(num_bytes, dtype=torch.uint8, device=device)
+        self._state = RankState(self.layout, self.rank, self.buffer)
+        self._broken: str | None = None
+        self._torch = torch
+
+    @property
+    def num_bytes(self) -> int:
+        """Bytes this rank reserves."""
+        return int(self.buffer.numel())
+
+    # --- collectives ---------------------------------------------------------------------
+    def _wait(self, work, what: str) -> None:
+        from datetime import timedelta
+
+        try:
+            work.wait(timeout=timedelta(seconds=self.timeout))
+        except Exception as error:  # gloo/NCCL raise RuntimeError subclasses: a dead peer, a timeout
+            self._broken = f"{what} failed: {error}"
+            raise PeerError(f"{what} did not complete within {self.timeout:g} s on rank {self.rank} (a peer died, "
+                            f"hangs or does not call it): {str(error).splitlines()[0][:300]}") from None
+
+    def _exchange_rows(self, rows, what: str):
+        send = self._torch.from_numpy(rows).to(self.buffer.device)
+        recv = self._torch.empty_like(send)
+        self._wait(self._dist.all_to_all_single(recv, send, group=self.group, async_op=True),
+                   f"{what}: the count exchange")
+        return recv.cpu().numpy()
+
+    def _exchange_records(self, send, send_counts, recv_counts, stride: int, what: str, recv=None):
+        if recv is None:
+            recv = self._torch.empty(int(recv_counts.sum()) * stride, dtype=self._torch.uint8,
+                                     device=self.buffer.device)
+        work = self._dist.all_to_all_single(recv, send, [int(c) * stride for c in recv_counts],
+                                            [int(c) * stride for c in send_counts], group=self.group, async_op=True)
+        self._wait(work, f"{what}: the all_to_all_single of packed records")
+        return recv
+
+    def _usable(self) -> None:
+        if self._broken:
+            raise PeerError(f"this Buffer is unusable since an earlier collective failed ({self._broken}); "
+                            "re-create the process group and the Buffer")
+
+    # --- API -----------------------------------------------------------------------------
+    def dispatch(self, x, topk_idx, topk_weights=None) -> DispatchResult:
+        """``refs.dispatch`` (``deep_ep/utils/refs.py:10-123 @dd758ca``) through the buffer.
+
+        Args:
+            x: BF16 ``[num_tokens, hidden]``, or for an FP8 plan ``(x, sf)``: float8_e4m3fn
+                ``[num_tokens, hidden]`` and the scales (fp32 ``[num_tokens, ceil(hidden/128)]``,
+                or any dtype with the record's SF bytes per token). ``num_tokens`` may be 0.
+            topk_idx: int64/int32 ``[num_tokens, num_topk]`` global expert ids, -1 for none.
+            topk_weights: fp32 ``[num_tokens, num_topk]`` or ``None``.
+
+        Returns:
+            :class:`~epbuf.runtime.DispatchResult`: ``recv_x``, ``recv_topk_idx`` (local ids,
+            -1 for other ranks' experts), ``recv_topk_weights``, ``recv_src_token_global_idx``,
+            ``num_recv_tokens_per_rank``, ``handle`` — sorted by ``src_token_global_idx``.
+
+        Raises:
+            InvalidArgumentError: this rank's input (after telling the peers).
+            PeerError: a peer refused its input, uses another layout, died or timed out.
+        """
+        self._usable()
+        state = self._state
+        try:
+            prepared, error = state.prepare_dispatch(x, topk_idx, topk_weights), None
+        except InvalidArgumentError as caught:
+            prepared, error = None, caught
+        rows = state.count_rows(None if prepared is None else prepared.send_counts,
+                                0 if prepared is None else prepared.fingerprint)
+        received = self._exchange_rows(rows, "dispatch")
+        if error is not None:
+            raise error
+        recv_counts = state.check_peers(received, prepared.fingerprint, "dispatch")
+        self._exchange_records(prepared.send, prepared.send_counts, recv_counts, self.layout.dispatch.record.num_bytes,
+                               "dispatch", recv=state.dispatch_landing(int(recv_counts.sum())))
+        return state.finish_dispatch(prepared, recv_counts)
+
+    def combine(self, y, handle: Handle, topk_weights=None) -> CombineResult:
+        """Send each received token back and reduce at its source (``refs.py`` ``combine``
+        with ``reduce_in_local=True``, bit-identical).
+
+        Args:
+            y: BF16 ``[num_recv_tokens, hidden]``, each received token already reduced over
+                this rank's experts (DeepEP's ``combine``); or ``[num_recv_tokens, num_topk,
+                hidden]``, one output per top-k slot: slots of other ranks' experts are
+                ignored and each slot is weighted by the dispatched top-k weight
+                (``bf16(w * y)``), so the result is the top-k-weighted sum.
+            handle: ``dispatch(...).handle`` of this rank.
+            topk_weights: fp32 ``[num_recv_tokens, num_topk]`` to sum back per token, or ``None``.
+
+        Returns:
+            :class:`~epbuf.runtime.CombineResult`: ``combined_x`` BF16 ``[num_tokens, hidden]``
+            in this rank's token order, ``combined_topk_weights`` (or ``None``).
+        """
+        self._usable()
+        state = self._state
+        try:
+            prepared, error = state.prepare_combine(y, handle, topk_weights), None
+        except InvalidArgumentError as caught:
+            prepared, error = None, caught
+        rows = state.count_rows(None if prepared is None else handle.recv_counts,
+                                0 if prepared is None else prepared.fingerprint)
+        received = self._exchange_rows(rows, "combine")
+        if error is not None:
+            raise error
+        state.check_peers(received, prepared.fingerprint, "combine", expected=handle.send_counts)
+        staging = self._exchange_records(prepared.send, handle.recv_counts, handle.send_counts,
+                                         self.layout.combine.record.num_bytes, "combine")
+        return state.finish_combine(handle, staging, prepared.with_weights)

@@ -1,0 +1,219 @@
+"""epbuf.runtime.Simulator (N virtual ranks, numpy or torch) against the dense refs.py-style
+reference; every input error raised before anything is exchanged; the torch.distributed
+Buffer's own checks on a one-rank gloo group."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _moe_reference import Case, bits, check_case, expert_output, local_partial, make_inputs  # noqa: E402
+
+import epbuf  # noqa: E402
+from epbuf.codec import region_slots, unpack  # noqa: E402
+from epbuf.errors import EpbufError, InvalidArgumentError  # noqa: E402
+from epbuf.runtime import PeerError, Simulator  # noqa: E402
+
+T = 24
+CASES = [
+    Case("bf16 h7168 top8, 0 tokens on rank 1", 7168, 8, 16, [17, 0], T, fp8=False, seed=1),
+    Case("fp8 h7168 top8", 7168, 8, 16, [T, 5], T, fp8=True, seed=2),
+    Case("bf16 h2880 top1 no weights", 2880, 1, 8, [3, 20], T, fp8=False, weights=False, seed=3),
+    Case("fp8 h2880 top1 2-D y", 2880, 1, 8, [0, 11], T, fp8=True, y_2d=True, seed=4),
+    Case("4 ranks fp8 h7168 top8", 7168, 8, 32, [5, 0, T, 13], T, fp8=True, minus_one=0.4, seed=5),
+    Case("3 ranks bf16 h2880 top8 2-D y", 2880, 8, 24, [9, 1, 0], T, fp8=False, y_2d=True, seed=6),
+]
+
+
+def simulate(case: Case, array: str):
+    """Dispatch and combine ``case`` on a Simulator; inputs converted to numpy for ``array="numpy"``
+    (BF16 as uint16 bits, FP8 as uint8 codes) and results converted back to torch."""
+    sim = Simulator(case.plan(), array=array)
+    inputs = [make_inputs(case, r) for r in range(case.num_ranks)]
+
+    def conv(t):
+        if t is None or array == "torch":
+            return t
+        if isinstance(t, tuple):
+            return tuple(conv(v) for v in t)
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(np.uint16)
+        if t.dtype == torch.float8_e4m3fn:
+            return t.view(torch.uint8).numpy()
+        return t.numpy()
+
+    def back(a):
+        if a is None or array == "torch":
+            return a
+        if isinstance(a, tuple):
+            return tuple(back(v) for v in a)
+        if a.dtype == np.uint16:
+            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+        return torch.from_numpy(np.ascontiguousarray(a))
+
+    out = sim.dispatch([conv(i[0]) for i in inputs], [conv(i[1]) for i in inputs],
+                       [conv(i[2]) for i in inputs] if case.weights else None)
+    ys = []
+    for r in range(case.num_ranks):
+        src = back(out[r].recv_src_token_global_idx)
+        y = expert_output(case, src)
+        if case.y_2d:
+            y = local_partial(case, y, back(out[r].recv_topk_weights), back(out[r].recv_topk_idx))
+        ys.append(conv(y))
+    combined = sim.combine(ys, [o.handle for o in out], [o.recv_topk_weights for o in out] if case.weights else None)
+    return sim, out, combined, back
+
+
+@pytest.mark.parametrize("array", ["torch", "numpy"])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_simulator_equals_the_dense_reference(case, array):
+    sim, out, combined, back = simulate(case, array)
+
+    class AsTorch:
+        def __init__(self, result):
+            self.result = result
+
+        def __getattr__(self, name):
+            value = getattr(self.result, name)
+            if name == "handle":
+                return value
+            if name == "recv_x" and case.fp8 and array == "numpy":  # uint8 codes -> float8_e4m3fn
+                return back(value[0]).view(torch.float8_e4m3fn), back(value[1])
+            return back(value)
+
+    problems = []
+    for r in range(case.num_ranks):
+        problems += check_case(case, r, lambda *a, r=r: AsTorch(out[r]), lambda *a, r=r: AsTorch(combined[r]))
+    assert problems == []
+
+
+def test_the_buffer_holds_deepeps_image_after_dispatch():
+    """Slot (r, t) of rank q's dispatch region holds the t-th token rank r sent to q, as
+    DeepEP-Ascend's receive buffer does: read back straight from the buffer bytes (combine
+    reuses the memory, so only dispatch runs here)."""
+    case = CASES[4]
+    sim = Simulator(case.plan(), array="torch")
+    data = [make_inputs(case, r) for r in range(case.num_ranks)]
+    out = sim.dispatch([d[0] for d in data], [d[1] for d in data], [d[2] for d in data])
+    grid = region_slots(sim.layout.report, "dispatch")
+    for q in range(case.num_ranks):
+        counts = out[q].num_recv_tokens_per_rank.tolist()
+        src = out[q].recv_src_token_global_idx.tolist()
+        first = 0
+        for r, count in enumerate(counts):
+            slots = [grid.slot_index(r, t) for t in range(count)]
+            fields = unpack(grid.record, sim.buffers[q][grid.offset:], slots=slots)
+            assert fields["src_token_global_idx"].reshape(-1).tolist() == src[first:first + count]
+            assert all(s // T == r for s in src[first:first + count])
+            first += count
+
+
+def plan(**kw):
+    base = dict(hidden=256, num_topk=2, num_experts=4, num_ranks=2, num_max_tokens_per_rank=4, use_fp8_dispatch=False)
+    base.update(kw)
+    return epbuf.Plan(**base)
+
+
+def inputs(n=3, topk=2, hidden=256):
+    return torch.zeros(n, hidden, dtype=torch.bfloat16), torch.zeros(n, topk, dtype=torch.int64)
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda x, i: (torch.zeros(5, 256, dtype=torch.bfloat16), torch.zeros(5, 2, dtype=torch.int64)),
+     r"x \(rank 1\) = '5 tokens': allowed 0\.\.4 \(num_max_tokens_per_rank of the plan\)"),
+    (lambda x, i: (x.float(), i), r"x \(rank 1\) = 'float32 \[3, 256\]': must be bfloat16 \[num_tokens, hidden = 256\]"),
+    (lambda x, i: (x[:, :128], i), r"x \(rank 1\) = 'bfloat16 \[3, 128\]'"),
+    (lambda x, i: (x, i + 4), r"topk_idx \(rank 1\) = 'values 4\.\.4': allowed -1\.\.3 \(-1: no expert\)"),
+    (lambda x, i: (x, i - 2), r"topk_idx \(rank 1\) = 'values -2\.\.-2': allowed -1\.\.3"),
+    (lambda x, i: (x, i[:, :1]),
+     r"topk_idx \(rank 1\) = 'int64 \[3, 1\]': must be int64 or int32 \[num_tokens = 3, num_topk = 2\]"),
+    (lambda x, i: (x, i.float()), r"topk_idx \(rank 1\) = 'float32 \[3, 2\]'"),
+    (lambda x, i: ((x, x), i), r"x \(rank 1\) = 'a tuple': BF16 dispatch takes one \[num_tokens, hidden\] tensor"),
+])
+def test_dispatch_input_errors_name_the_argument_and_the_range(change, message):
+    sim = Simulator(plan(), array="torch")
+    good = inputs()
+    bad = change(*inputs())
+    with pytest.raises(InvalidArgumentError, match=message):
+        sim.dispatch([good[0], bad[0]], [good[1], bad[1]])
+
+
+def test_fp8_and_weights_input_errors():
+    sim = Simulator(plan(use_fp8_dispatch=True), array="torch")
+    x = torch.zeros(3, 256, dtype=torch.float8_e4m3fn)
+    idx = torch.zeros(3, 2, dtype=torch.int64)
+    sf = torch.zeros(3, 2, dtype=torch.float32)
+    with pytest.raises(InvalidArgumentError, match=r"x \(rank 0\) = 'one tensor': the plan dispatches FP8"):
+        sim.dispatch([x, (x, sf)], [idx, idx])
+    with pytest.raises(InvalidArgumentError, match=r"sf \(rank 0\) = 'float32 \[3, 3\]': must be \[num_tokens = 3, n\] "
+                                                   r"with n x element size = 8 B per token"):
+        sim.dispatch([(x, torch.zeros(3, 3)), (x, sf)], [idx, idx])
+    with pytest.raises(InvalidArgumentError, match=r"topk_weights \(rank 0\) = 'float64 \[3, 2\]'"):
+        sim.dispatch([(x, sf), (x, sf)], [idx, idx], [torch.zeros(3, 2, dtype=torch.float64), None])
+    with pytest.raises(InvalidArgumentError, match=r"x = 'list': must be a list with one entry per rank \(2\)"):
+        sim.dispatch([(x, sf)], [idx])
+
+
+def test_combine_input_errors():
+    sim = Simulator(plan(), array="torch")
+    x, idx = inputs()
+    out = sim.dispatch([x, x], [idx, idx])
+    n = [o.handle.num_recv_tokens for o in out]
+    with pytest.raises(InvalidArgumentError, match=r"y \(rank 0\) = 'float32 \[6, 256\]': must be BF16 "
+                                                   r"\[num_recv_tokens = 6, hidden = 256\]"):
+        sim.combine([torch.zeros(n[0], 256), torch.zeros(n[1], 256, dtype=torch.bfloat16)], [o.handle for o in out])
+    with pytest.raises(InvalidArgumentError, match=r"handle \(rank 1\) = 'str': must be the handle"):
+        sim.combine([torch.zeros(k, 256, dtype=torch.bfloat16) for k in n], [out[0].handle, "handle"])
+
+
+@pytest.mark.parametrize("the_plan,backend,message", [
+    (plan(num_experts=3), "ascend", r"must be divisible by num_ranks = 2"),
+    (plan(), "deepep-v2", r"no region of the report holds 'dispatch' records with a \(rows, slots\) shape"),
+    (plan(hidden=7000, num_topk=6, num_experts=8, use_fp8_dispatch=True), "ascend",
+     r"'dispatch' record's fields overlap \[\] or end 4 B past its 7320-byte stride"),
+])
+def test_layouts_the_runtime_cannot_use_are_refused(the_plan, backend, message):
+    with pytest.raises(EpbufError, match=message):
+        Simulator(the_plan, backend)
+
+
+def test_buffer_checks_on_a_one_rank_group(tmp_path):
+    """The torch.distributed Buffer in this process: size and group checks, and a dispatch and
+    combine through a real gloo group of one rank."""
+    import torch.distributed as dist
+
+    from epbuf.runtime import Buffer
+
+    with pytest.raises(EpbufError, match="init_process_group"):
+        Buffer(None, plan(num_ranks=1))
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        with pytest.raises(InvalidArgumentError, match=r"plan\.num_ranks = 2: must equal the process group's size \(1\)"):
+            Buffer(None, plan())
+        one = plan(num_ranks=1)
+        needed = Simulator(one).layout
+        with pytest.raises(InvalidArgumentError, match=r"num_bytes = 100: allowed >= "):
+            Buffer(None, one, num_bytes=100)
+        buffer = Buffer(None, one, timeout=5)
+        assert buffer.num_bytes == needed.num_bytes == epbuf.report(one, "ascend").buffer("EP buffer").num_bytes
+        x = torch.randn(3, 256).to(torch.bfloat16)
+        idx = torch.tensor([[0, 3], [-1, 1], [-1, -1]])
+        out = buffer.dispatch(x, idx)
+        assert out.recv_src_token_global_idx.tolist() == [0, 1]
+        assert torch.equal(out.recv_topk_idx, torch.tensor([[0, 3], [-1, 1]]))
+        combined = buffer.combine(out.recv_x, out.handle)
+        assert np.array_equal(bits(combined.combined_x[:2]), bits(x[:2])) and not combined.combined_x[2].any()
+        with pytest.raises(InvalidArgumentError, match=r"topk_idx = 'values 4\.\.4'"):
+            buffer.dispatch(x, idx.clamp(min=4))
+        with pytest.raises(InvalidArgumentError, match=r"y = 'bfloat16 \[3, 256\]'"):
+            buffer.combine(x, out.handle)
+        assert buffer.dispatch(x, idx).handle.num_recv_tokens == 2  # still usable after refused inputs
+    finally:
+        dist.destroy_process_group()
+    assert PeerError.__mro__[1] is EpbufError
