@@ -57,7 +57,8 @@ def _safe(fn, t: int):
 
 def token_recommendations(ctx: EngineContext, knob: str, total, broken, *, what: str, hi: int = INT32_MAX,
                           load_text: str = "", cap: int | None = None, cap_text: str = "",
-                          step_ok=None) -> list[Recommendation]:
+                          step_ok=None, budget_total=None, budget_text: str = "",
+                          budget_ignores: tuple = ()) -> list[Recommendation]:
     """``limit`` / ``load`` / ``budget`` recommendations for a token count ``knob``.
 
     Args:
@@ -71,6 +72,9 @@ def token_recommendations(ctx: EngineContext, knob: str, total, broken, *, what:
         step_ok: ``step_ok(t)``: a divisibility check the values must also pass (UCCL-EP's
             ``num_ranks x T % 4``), left out of ``broken`` because it is not monotone; recommended
             values are moved down (limit, budget) or up (load) to the nearest count that passes.
+        budget_total, budget_text: the allocation the ``budget`` search uses instead of ``total``, and
+            what it assumes (MORI: the static heap sized to the handle).
+        budget_ignores: limit names the budget search leaves out (what ``budget_total`` resizes).
 
     The searches are exact: :func:`~epbuf._search.largest_true` over the callables, which the
     backends evaluate with upstream's integer arithmetic.
@@ -115,16 +119,24 @@ def token_recommendations(ctx: EngineContext, knob: str, total, broken, *, what:
                                        message=f"the smallest {knob} that dispatches {format_int(ctx.load)} tokens per "
                                                f"rank in one call{load_text}"))
     if ctx.budget is not None:
-        def fits(t: int) -> bool:
-            n = _safe(total, t)
-            return n is not None and n <= ctx.budget and fits_limits(t)
+        spend = budget_total or total
 
-        value = down(largest_true(1, max(ceiling, 1), fits)) if ceiling else None
+        def fits_budget_limits(t: int) -> bool:
+            names = _safe(broken, t)
+            return names is not None and set(names) - set(budget_ignores) <= base
+
+        bound = largest_true(1, top, fits_budget_limits) if budget_ignores else raw
+
+        def fits(t: int) -> bool:
+            n = _safe(spend, t)
+            return n is not None and n <= ctx.budget and fits_budget_limits(t)
+
+        value = down(largest_true(1, bound, fits)) if bound else None
         recs.append(Recommendation(
-            setting=knob, value=value, goal="budget", num_bytes=_safe(total, value) if value else None,
-            message=(f"the largest {knob} whose {what} fits --budget {format_bytes(ctx.budget)} (exact search)"
-                     if value else f"nothing fits --budget {format_bytes(ctx.budget)}: one token per rank already "
-                                   f"takes {format_bytes(_safe(total, 1) or 0)}")))
+            setting=knob, value=value, goal="budget", num_bytes=_safe(spend, value) if value else None,
+            message=(f"the largest {knob} whose {what} fits --budget {format_bytes(ctx.budget)}{budget_text} (exact "
+                     "search)" if value else f"nothing fits --budget {format_bytes(ctx.budget)}{budget_text}: one token "
+                                             f"per rank already takes {format_bytes(_safe(spend, 1) or 0)}")))
     return recs
 
 

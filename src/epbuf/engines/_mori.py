@@ -49,7 +49,7 @@ class MoriArgs(Record):
 
 def mori_plan(ctx: EngineContext, args: MoriArgs):
     """The :class:`~epbuf.plan.Plan` the ``mori-ep`` backend sizes for ``args`` (``--env`` MORI_*
-    variables included). ``scale_bytes`` goes in as ``Plan.num_scale_bytes``: the backend then takes
+    variables included; ``--backend-version`` names the MORI-EP version). ``scale_bytes`` goes in as ``Plan.num_scale_bytes``: the backend then takes
     ``scale_dim = scale_bytes`` and ``scale_type_size = 1``, the same bytes as the engine's
     ``scale_dim x scale_type_size``."""
     from ..plan import Plan
@@ -59,7 +59,8 @@ def mori_plan(ctx: EngineContext, args: MoriArgs):
                 num_ranks_per_node=args.gpu_per_node, num_max_tokens_per_rank=args.tokens,
                 use_fp8_dispatch=args.fp8_dispatch, kernel_type=args.kernel_type,
                 max_total_recv_tokens=args.max_total_recv_tokens, quant_type=args.quant_type,
-                num_scale_bytes=args.scale_bytes, env=library_env(ctx, MORI_ENV_KNOBS), model=ctx.model)
+                num_scale_bytes=args.scale_bytes, env=library_env(ctx, MORI_ENV_KNOBS), version=ctx.backend_version,
+                model=ctx.model)
 
 
 def _heap_parts(rep) -> tuple[int, int]:
@@ -73,10 +74,10 @@ def mori_report(ctx: EngineContext, args: MoriArgs, *, prefix: str, knob: str, l
 
     Recommendations: for the token count ``knob`` the largest value MORI accepts with the heap as set
     (``limit``), the load and the budget (:func:`~._libraries.token_recommendations`, exact searches
-    over ``mori_ep.summarize``); with the static heap, the smallest ``MORI_SHMEM_HEAP_SIZE`` (whole
-    MiB, as ``ParseSizeString`` reads ``M``) that holds the handle (``fix`` when the heap is too
-    small, else ``budget`` when ``--budget`` is given: the heap is allocated whole, so a heap sized to
-    the handle is the least the handle costs).
+    over ``mori_ep.summarize``; with the static heap the budget search sizes the heap to the handle,
+    since it is allocated whole); with the static heap, the smallest ``MORI_SHMEM_HEAP_SIZE`` (whole
+    MiB, as ``ParseSizeString`` reads ``M``) that holds the handle at the current count (``fix`` when
+    the heap is too small, else ``budget`` when ``--budget`` is given).
 
     Raises:
         epbuf.errors.InvalidArgumentError: what the backend cannot size (``mori_ep.report``).
@@ -90,12 +91,22 @@ def mori_report(ctx: EngineContext, args: MoriArgs, *, prefix: str, knob: str, l
     def at(t: int):
         return mori_ep.summarize(plan.replace(num_max_tokens_per_rank=t))
 
+    settings = mori_ep.shmem_settings(plan)
+    static_heap = settings.comm == "shmem" and settings.shmem_mode == "static_heap"
+
+    def sized_heap(t: int) -> int:
+        """The allocation at ``t`` tokens with MORI_SHMEM_HEAP_SIZE set to the whole MiB that hold the handle."""
+        usage, local = _heap_parts(mori_ep.report(plan.replace(num_max_tokens_per_rank=t)))
+        return ceil_div(usage, MiB) * MiB + local
+
     what = f"MORI's EpDispatchCombineHandle ({args.kernel_type})"
     # MaxNumTokensToSend() = world_size x tokens is a C++ int (the backend's config refuses more).
     recs = token_recommendations(ctx, knob, lambda t: at(t).num_bytes, lambda t: at(t).broken, what=what,
-                                 hi=INT32_MAX // args.world_size, load_text=load_text, cap=cap, cap_text=cap_text)
-    settings = mori_ep.shmem_settings(plan)
-    if settings.comm == "shmem" and settings.shmem_mode == "static_heap":
+                                 hi=INT32_MAX // args.world_size, load_text=load_text, cap=cap, cap_text=cap_text,
+                                 budget_total=sized_heap if static_heap else None,
+                                 budget_text=" with MORI_SHMEM_HEAP_SIZE set to what the handle needs" if static_heap
+                                 else "", budget_ignores=(HEAP_LIMIT,) if static_heap else ())
+    if static_heap:
         usage, local = _heap_parts(rep)
         mib = ceil_div(usage, MiB)
         exhausted = usage > settings.heap_num_bytes

@@ -68,7 +68,7 @@ def _plan(ctx, num_ranks, per_node, redundant, tokens, kernel, fp8, scale_bytes,
     return Plan(hidden=ctx.hidden, num_topk=ctx.num_topk, num_experts=ctx.num_experts,
                 num_redundant_experts=redundant, num_ranks=num_ranks, num_ranks_per_node=per_node,
                 num_max_tokens_per_rank=tokens, use_fp8_dispatch=fp8, kernel_type=kernel, dp_group_size=dp_size,
-                num_scale_bytes=scale_bytes, env=library_env(ctx, KNOBS), model=ctx.model)
+                num_scale_bytes=scale_bytes, env=library_env(ctx, KNOBS), version=ctx.backend_version, model=ctx.model)
 
 
 def pplx(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, tokens, tokens_knob):
