@@ -236,7 +236,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
         unused = ("VLLM_MOE_DP_CHUNK_SIZE", "vLLM main no longer reads it (PR #39107 removed MoE DP chunking); "
                                             "T is --max-num-batched-tokens. For an older vLLM pass --engine-version dp-chunk")
     elif ctx.version == "dp-chunk" and s["--max-num-batched-tokens"].source == "flag" \
-            and backend in ("deepep_low_latency", "deepep_v2"):
+            and backend in ("deepep_low_latency", "deepep_v2", "pplx", *_vllm_mori.BACKENDS):
         unused = ("--max-num-batched-tokens", "before PR #39107 the DeepEP buffers hold VLLM_MOE_DP_CHUNK_SIZE tokens "
                                               "per rank, not --max-num-batched-tokens")
     if unused is not None and backend != "allgather_reducescatter":
