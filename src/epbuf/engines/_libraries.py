@@ -31,7 +31,8 @@ MORI_ENV_KNOBS = (
          help="static_heap (default) or isolation (one allocation per symmetric buffer)"),
     Knob(name="MORI_EP_COMM", kind="text", source=f"{_MORI} python/mori/ops/dispatch_combine.py:346-364",
          help="cco: carve the handle's buffers from one CCO arena (default shmem on gfx942/gfx950)"),
-    Knob(name="MORI_FP8_COMBINE_SCALE_DIM", kind="text", source=f"{_MORI} src/ops/dispatch_combine/dispatch_combine.cpp:127-136",
+    Knob(name="MORI_FP8_COMBINE_SCALE_DIM", kind="text",
+         source=f"{_MORI} src/ops/dispatch_combine/dispatch_combine.cpp:127-136",
          help="scales per token of a blockwise combine (default 56)"),
 )
 #: ``NVSHMEM_SYMMETRIC_SIZE``, which the ``pplx`` backend compares the nvshmem_malloc buffers with.

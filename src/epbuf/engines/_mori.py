@@ -49,9 +49,9 @@ class MoriArgs(Record):
 
 def mori_plan(ctx: EngineContext, args: MoriArgs):
     """The :class:`~epbuf.plan.Plan` the ``mori-ep`` backend sizes for ``args`` (``--env`` MORI_*
-    variables included; ``--backend-version`` names the MORI-EP version). ``scale_bytes`` goes in as ``Plan.num_scale_bytes``: the backend then takes
-    ``scale_dim = scale_bytes`` and ``scale_type_size = 1``, the same bytes as the engine's
-    ``scale_dim x scale_type_size``."""
+    variables included; ``--backend-version`` names the MORI-EP version). ``scale_bytes`` goes in as
+    ``Plan.num_scale_bytes``: the backend then takes ``scale_dim = scale_bytes`` and
+    ``scale_type_size = 1``, the same bytes as the engine's ``scale_dim x scale_type_size``."""
     from ..plan import Plan
 
     return Plan(hidden=ctx.hidden, num_topk=ctx.num_topk, num_experts=ctx.num_experts,

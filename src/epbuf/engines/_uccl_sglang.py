@@ -78,13 +78,14 @@ def deepep(ctx, num_ranks, per_node, num_nodes, num_experts, extra_experts, sett
                                       formula=f"Config{cfg.as_tuple()}.{what}({format_int(hidden)} x {pb}, {num_ranks})"))
     if normal and pb < 2:
         bf16 = max(uccl_ep.nvl_buffer(c, hidden * 2, num_ranks).num_bytes for c in configs.values())
+        sized = max(r.num_bytes for r in nvl_regions)
         findings = list(findings) + [Finding(
             severity="warning", code="sglang.param-bytes-1",
-            message=f"param_bytes = 1 sizes the NVL buffer for 1-byte elements ({format_int(max(r.num_bytes for r in nvl_regions))}"
-                    f" B); combine is BF16 and the recipe hidden x max(element size, 2) gives {format_int(bf16)} B with "
-                    "UCCL-EP's hints - the combine's check against num_nvl_bytes may fail; pass "
-                    "--deepep-dispatcher-output-dtype bf16 or --engine-version param-bytes-2 to compare",
-            data={"num_nvl_bytes": max(r.num_bytes for r in nvl_regions), "bf16_hint": bf16})]
+            message=f"param_bytes = 1 sizes the NVL buffer for 1-byte elements ({format_int(sized)} B); combine is "
+                    f"BF16 and the recipe hidden x max(element size, 2) gives {format_int(bf16)} B with UCCL-EP's "
+                    "hints - the combine's check against num_nvl_bytes may fail; pass --deepep-dispatcher-output-dtype "
+                    "bf16 or --engine-version param-bytes-2 to compare",
+            data={"num_nvl_bytes": sized, "bf16_hint": bf16})]
     ll_rep = None
     if low_latency:
         own.append(limit(EXPERTS_DIVIDE, num_experts % num_ranks, "==", 0, f"{SRC} (assert before the low-latency hint)"))

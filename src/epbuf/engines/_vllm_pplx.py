@@ -97,9 +97,10 @@ def pplx(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, tokens, to
     dp_size = ctx.value("--tensor-parallel-size")  # tp_group.world_size: 1 unless -tp is given
     plan = _plan(ctx, num_ranks, per_node, redundant, tokens, kernel, fp8, scale_bytes, dp_size)
     rep = backend.report(plan)
+    where = "the EP group spans nodes" if kernel == "internode" else "one node"
     findings = [Finding(
         severity="info", code="vllm.pplx-args",
-        message=f"vLLM builds pplx.AllToAll.{kernel} ({A2A}.get_handle: {'the EP group spans nodes' if kernel == 'internode' else 'one node'}) "
+        message=f"vLLM builds pplx.AllToAll.{kernel} ({A2A}.get_handle: {where}) "
                 f"with max_num_tokens = {tokens_knob} = {format_int(tokens)}, num_experts = {num_experts}, "
                 f"dp_size = TP size {dp_size} ({PF_ARGS}: \"dp_size actually means tp_size\"), hidden_dim_bytes = "
                 f"{format_int(hidden_bytes)}, hidden_dim_scale_bytes = {scale_bytes} (rounded up to 16, {PPLX_PF})",
