@@ -283,6 +283,9 @@ def render_engine_report(rep, verbose: bool = False) -> str:
         out.append(table(["buffer", "bytes", "", "needed", "formula"], rows, right={1, 2, 3}))
     else:
         out.append("  (none)")
+    if r.host_buffers:  # pinned host memory (UCCL-EP), per device but not device memory
+        parts = ", ".join(f"{b.name} {format_int(b.num_bytes)} B" for b in r.host_buffers)
+        out.append(f"  + {format_bytes(r.host_num_bytes)} of pinned host memory per device, not in the total ({parts})")
     if rep.device_num_bytes:
         out.append(f"  share of {rep.device_name} ({format_bytes(rep.device_num_bytes)}): {rep.share * 100:.2f} %")
     if rep.budget is not None:

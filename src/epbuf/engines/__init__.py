@@ -5,8 +5,8 @@ what to set instead.
 Engines (``epbuf engine NAME``, :func:`report`):
 
 ========================  ====================================================================
-``vllm``                  DeepEP V1 high-throughput / low-latency and DeepEP V2 (``--all2all-backend``)
-``sglang``                DeepEP V1 ``DeepEPBuffer.get_deepep_buffer`` and DeepEP V2 (``--moe-a2a-backend``)
+``vllm``                  DeepEP V1 high-throughput / low-latency, DeepEP V2, pplx, MORI (``--all2all-backend``)
+``sglang``                DeepEP V1 ``DeepEPBuffer.get_deepep_buffer``, DeepEP V2, MORI (``--moe-a2a-backend``)
 ``megatron``              Megatron-LM flex dispatcher with DeepEP (``fused_a2a.get_buffer``)
 ``sgl-kernel-npu``        Ascend ``deep_ep``: the HCCL window (``HCCL_BUFFSIZE``) and the op checks
 ``mindspeed``             MindSpeed per-group HCCL buffers (``--hccl-group-buffer[-adaptive]``)
@@ -16,7 +16,8 @@ Engines (``epbuf engine NAME``, :func:`report`):
 Each engine is an :class:`EngineSpec`: its knobs (flags and variables, spelled as the engine
 spells them, with defaults and ranges), its versions, and a *recipe* that composes the
 backend functions (``epbuf.backends.deepep_v1`` / ``deepep_v2``) or the Ascend window checks
-into an :class:`~epbuf.engines._report.EngineReport`. Modules are imported on first use.
+into an :class:`~epbuf.engines._report.EngineReport`; ``--uccl-ep`` answers the DeepEP V1 recipes
+with UCCL-EP's drop-in (``epbuf.backends.uccl_ep``). Modules are imported on first use.
 
 >>> from epbuf.engines import report
 >>> rep = report("vllm", hidden=5120, num_topk=8, num_experts=384, num_ranks=16,
@@ -53,8 +54,10 @@ __all__ = ["ENGINES", "EngineSpec", "engine_names", "get_engine", "report", "Eng
 
 # name -> (module, attribute holding its EngineSpec, one-line description). Imported on first use.
 ENGINES: dict[str, tuple[str, str, str]] = {
-    "vllm": ("epbuf.engines.vllm", "ENGINE", "vLLM: DeepEP V1 high-throughput/low-latency, DeepEP V2 (NVIDIA)"),
-    "sglang": ("epbuf.engines.sglang", "ENGINE", "SGLang: DeepEPBuffer (DeepEP V1 normal/low_latency/auto), DeepEP V2"),
+    "vllm": ("epbuf.engines.vllm", "ENGINE", "vLLM: DeepEP V1 high-throughput/low-latency, DeepEP V2, pplx, MORI; "
+                                             "UCCL-EP drop-in"),
+    "sglang": ("epbuf.engines.sglang", "ENGINE", "SGLang: DeepEPBuffer (DeepEP V1 normal/low_latency/auto), DeepEP V2, "
+                                                 "MORI; UCCL-EP drop-in"),
     "megatron": ("epbuf.engines.megatron", "ENGINE", "Megatron-LM: flex dispatcher with DeepEP (fused_a2a.get_buffer)"),
     "sgl-kernel-npu": ("epbuf.engines.sgl_kernel_npu", "ENGINE",
                        "sgl-kernel-npu deep_ep (SGLang on Ascend): HCCL_BUFFSIZE window and op checks"),

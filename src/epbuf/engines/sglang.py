@@ -43,7 +43,7 @@ from __future__ import annotations
 from ..errors import InvalidArgumentError
 from ..report import Finding, LimitCheck, Quantity, Region, Report
 from ..units import format_bytes, format_int
-from . import _deepep
+from . import _deepep, _sglang_mori, _uccl, _uccl_sglang
 from ._common import EngineContext, budget_findings, limit, limit_findings, max_buffer, topology
 from ._knobs import EngineProblem, Knob, Setting
 from ._report import EngineReport
@@ -65,7 +65,8 @@ VERSIONS = {
 }
 
 KNOBS = (
-    Knob(name="--moe-a2a-backend", kind="choice", default="deepep", choices=("deepep", "deepep_v2", "none"),
+    Knob(name="--moe-a2a-backend", kind="choice", default="deepep",
+         choices=("deepep", "deepep_v2", "mori", "pplx", "none"),
          default_note="epbuf's default: SGLang's own default none allocates no DeepEP buffer",
          source=f"{REPO} {SERVER_ARGS}", help="the MoE all-to-all backend"),
     Knob(name="--deepep-mode", kind="choice", default="auto", choices=("normal", "low_latency", "auto"),
@@ -95,7 +96,7 @@ KNOBS = (
          source=f"{REPO} {ENVIRON}", help="V2 SMs per call"),
     Knob(name="NVSHMEM_QP_DEPTH", kind="int", lo=1, default=_deepep.DEFAULT_QP_DEPTH,
          source=_deepep.QP_DEPTH_SOURCE, help="DeepEP low-latency: must be >= (T + 1) x 2"),
-)
+) + _sglang_mori.KNOBS + _uccl.KNOBS
 
 
 def _ep_size(ctx: EngineContext) -> tuple[int, Setting, list[Finding]]:
@@ -178,10 +179,21 @@ def recipe(ctx: EngineContext) -> EngineReport:
                         note=f"routed {ctx.num_experts} + fused shared {fused} + redundant {redundant}")]
     settings += [st for st in ctx.settings.values() if st.value is not None]
     backend = ctx.value("--moe-a2a-backend")
-    if backend == "deepep":
+    if _uccl.enabled(ctx) and backend != "deepep":
+        raise _uccl_sglang.not_deep_ep(backend)
+    if backend == "deepep" and _uccl.enabled(ctx):
+        rep, recs = _uccl_sglang.deepep(ctx, num_ranks, per_node, num_nodes, num_experts, redundant + fused, settings,
+                                        findings, configs_fn=_configs, param_bytes=_param_bytes(ctx),
+                                        dispatch_dtype=_dispatch_dtype(ctx))
+    elif backend == "deepep":
         rep, recs = _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, settings, findings)
     elif backend == "deepep_v2":
         rep, recs = _deepep_v2(ctx, num_ranks, per_node, redundant + fused, settings, findings)
+    elif backend == "mori":
+        rep, recs = _sglang_mori.mori(ctx, num_ranks, per_node, num_nodes, num_experts, redundant + fused, settings,
+                                      findings)
+    elif backend == "pplx":
+        raise InvalidArgumentError([EngineProblem("--moe-a2a-backend", backend, _sglang_mori.PPLX_NOT_SIZED)])
     else:
         rep = Report(backend="sglang/none", title="SGLang --moe-a2a-backend none: no DeepEP buffer",
                      upstream=f"{REPO} {SERVER_ARGS}", inputs={}, buffers=(),

@@ -45,7 +45,7 @@ from __future__ import annotations
 from ..errors import InvalidArgumentError
 from ..report import Finding, Report
 from ..units import GiB
-from . import _deepep, _vllm_all2all
+from . import _deepep, _uccl, _uccl_vllm, _vllm_all2all, _vllm_mori, _vllm_pplx
 from ._common import EngineContext, limit, limit_findings, topology
 from ._knobs import EngineProblem, Knob, Setting
 from ._report import EngineReport
@@ -56,7 +56,8 @@ LAYER = "vllm/model_executor/layers/fused_moe/layer.py @0014ec6c FusedMoE.__init
 EPLB_EVEN = "experts (routed + redundant) % EP size == 0 (--enable-eplb)"
 NO_EPLB_REDUNDANT = "redundant experts == 0 without --enable-eplb"
 ARG_UTILS = "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults"
-BACKENDS = ("deepep_low_latency", "deepep_high_throughput", "deepep_v2", "allgather_reducescatter")
+BACKENDS = ("deepep_low_latency", "deepep_high_throughput", "deepep_v2", "allgather_reducescatter", "pplx",
+            *_vllm_mori.BACKENDS)
 
 VERSIONS = {
     "main": "vLLM since PR #39107 (\"[MoE Refactor] Remove MoE DP chunking\", merged 2026-04): the DeepEP "
@@ -104,7 +105,7 @@ KNOBS = (
          source=_deepep.QP_DEPTH_SOURCE, help="DeepEP low-latency: must be >= (T + 1) x 2"),
     Knob(name="VLLM_DEEPEP_TIMEOUT_SECS", kind="int", lo=0, default=1800, affects_size=False,
          source=f"{REPO} {A2A} (os.getenv)", help="V2 timeouts"),
-)
+) + _vllm_pplx.KNOBS + _vllm_mori.KNOBS + _uccl.KNOBS
 
 
 
@@ -204,18 +205,24 @@ def recipe(ctx: EngineContext) -> EngineReport:
                 Setting(name="experts seen by DeepEP", value=num_experts, source="derived",
                         note=f"routed {ctx.num_experts} + redundant {redundant} ({A2A_UTILS})")]
     settings += [st for st in s.values() if st.value is not None]
-    if backend in ("deepep_low_latency", "deepep_v2"):
+    if backend in ("deepep_low_latency", "deepep_v2", "pplx", *_vllm_mori.BACKENDS):
         settings.append(Setting(name="num_max_tokens_per_rank (T)", value=tokens, source="derived",
                                 note=f"{tokens_knob} ({VERSIONS[ctx.version].split(':')[0]})"))
 
     common = dict(ctx=ctx, num_ranks=num_ranks, per_node=per_node, num_nodes=num_nodes, num_experts=num_experts,
                   redundant=redundant, tokens=tokens, tokens_knob=tokens_knob)
-    if backend == "deepep_low_latency":
+    if _uccl.enabled(ctx):
+        rep, recs = _uccl_vllm.uccl(**common)
+    elif backend == "deepep_low_latency":
         rep, recs = _vllm_all2all.low_latency(**common)
     elif backend == "deepep_high_throughput":
         rep, recs = _vllm_all2all.high_throughput(**common)
     elif backend == "deepep_v2":
         rep, recs = _vllm_all2all.deepep_v2(**common)
+    elif backend == "pplx":
+        rep, recs = _vllm_pplx.pplx(**common)
+    elif backend in _vllm_mori.BACKENDS:
+        rep, recs = _vllm_mori.mori(**common)
     else:
         rep = Report(backend="vllm/allgather_reducescatter", title="vLLM allgather_reducescatter: no DeepEP buffer",
                      upstream=f"{REPO} {A2A}", inputs={"num_ranks": num_ranks}, buffers=(),
@@ -229,7 +236,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
         unused = ("VLLM_MOE_DP_CHUNK_SIZE", "vLLM main no longer reads it (PR #39107 removed MoE DP chunking); "
                                             "T is --max-num-batched-tokens. For an older vLLM pass --engine-version dp-chunk")
     elif ctx.version == "dp-chunk" and s["--max-num-batched-tokens"].source == "flag" \
-            and backend in ("deepep_low_latency", "deepep_v2"):
+            and backend in ("deepep_low_latency", "deepep_v2", "pplx", *_vllm_mori.BACKENDS):
         unused = ("--max-num-batched-tokens", "before PR #39107 the DeepEP buffers hold VLLM_MOE_DP_CHUNK_SIZE tokens "
                                               "per rank, not --max-num-batched-tokens")
     if unused is not None and backend != "allgather_reducescatter":
