@@ -622,8 +622,8 @@ def test_largest_true_matches_linear_scan():
 @pytest.mark.parametrize("argv, needle", [
     (["engine", "vllm", "--env", "FOO=1"], "--env FOO = '1': not an environment variable epbuf models for engine vllm"),
     (["engine", "vllm", "--env", "VLLM_DEEPEP_BUFFER_SIZE_MB=abc"],
-     "--env VLLM_DEEPEP_BUFFER_SIZE_MB = 'abc': allowed an integer >= 0"),
-    (["engine", "vllm", "--env", "VLLM_DEEPEP_BUFFER_SIZE_MB=-1"], "allowed an integer >= 0"),
+     "--env VLLM_DEEPEP_BUFFER_SIZE_MB = 'abc': allowed an integer in 0..8796093022207"),
+    (["engine", "vllm", "--env", "VLLM_DEEPEP_BUFFER_SIZE_MB=-1"], "allowed an integer in 0..8796093022207"),
     (["engine", "vllm", "--env", "VLLM_MOE_DP_CHUNK_SIZE=0"], "--env VLLM_MOE_DP_CHUNK_SIZE = '0': allowed an integer >= 1"),
     (["engine", "vllm", "--env", "VLLM_MOE_DP_CHUNK_SIZE=1_000"], "VLLM_MOE_DP_CHUNK_SIZE = '1_000'"),
     (["engine", "vllm", "--env", "VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE=yes"], "allowed 0 or 1"),

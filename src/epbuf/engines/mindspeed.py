@@ -61,7 +61,7 @@ VERSIONS = {
 KNOBS = (
     Knob(name="--hccl-group-buffer-adaptive", kind="flag", default=False, source=f"{MS} {MS_FUNC}",
          help="compute per-group HCCL buffers"),
-    Knob(name="--hccl-ep-group-buffer-adaptive-factor", kind="float", default=-1.0, lo=-1e6, hi=1e6,
+    Knob(name="--hccl-ep-group-buffer-adaptive-factor", kind="float", default=-1.0,
          source=f"{MS} {MS_FUNC}", help="> 0 enables the MoE/EP formulas (load-imbalance factor)"),
     Knob(name="--hccl-group-buffer", kind="text", source=f"{MS} {MS_FUNC}:8-67",
          help="manual 'group:MB;group:MB' values"),
@@ -291,12 +291,19 @@ def recipe(ctx: EngineContext) -> EngineReport:
     limits = [limit("world size % (expert TP x EP x PP)", world % etp_ep_pp, "==", 0,
                     f"{MEGATRON_V012}:696-702 (decoder world_size not divisible by expert_tensor_model_pipeline_parallel "
                     "size: RuntimeError)")]
-    too_big = {k: v for k, v in values_for(factor).items() if v > MAX_GROUP_MB}
+    try:
+        computed = values_for(factor)
+    except OverflowError:  # f x S beyond float range: MindSpeed's math.ceil(inf) raises too
+        raise InvalidArgumentError([EngineProblem("--hccl-ep-group-buffer-adaptive-factor", factor,
+                                                  "gives group sizes beyond float range (OverflowError)")]) from None
+    too_big = {k: v for k, v in computed.items() if v > MAX_GROUP_MB}
     if adaptive and too_big:
-        raise InvalidArgumentError([EngineProblem(
-            "--hccl-ep-group-buffer-adaptive-factor", factor,
-            f"gives {', '.join(f'{k} {v} MB' for k, v in too_big.items())}, beyond the uint32 MB of "
-            f"HcclCommConfig.hcclBufferSize (at most {MAX_GROUP_MB}); use a smaller factor")])
+        scaled = {k for k in too_big if k == "tp_exp" or (k == "tp" and s["--moe-token-dispatcher-type"].value
+                                                          == "alltoall_seq")}
+        label, value = (("--hccl-ep-group-buffer-adaptive-factor", factor) if factor > 0 and scaled == set(too_big)
+                        else ("--seq-length", s["--seq-length"].value))
+        raise InvalidArgumentError([EngineProblem(label, value, f"gives {' / '.join(too_big)} buffers above the uint32 "
+                                                                f"MB of hcclBufferSize (at most {MAX_GROUP_MB})")])
 
     def table(f: float) -> dict[str, int]:
         vals = values_for(f) if adaptive else {}
@@ -318,15 +325,12 @@ def recipe(ctx: EngineContext) -> EngineReport:
                                    f"hccl_buffer_size = {mb} MB ({origin})", f"{MS} {MS_FUNC}" if origin != "HCCL_BUFFSIZE"
                                    else "CANN HCCL_BUFFSIZE"))
     quantities = [Quantity(name=f"group_buffer_mb.{key}", value=v, unit="MiB", source=f"{MS} {MS_FUNC}")
-                  for key, v in sorted(values_for(factor).items())]
-    if adaptive and factor <= 0:
-        findings.append(Finding(severity="info", code="mindspeed.factor-off",
-                                message="--hccl-ep-group-buffer-adaptive-factor <= 0 (default -1): the MoE/EP groups "
-                                        "get the constant 200 MB", data={}))
-    if adaptive and factor > 0:
-        findings.append(Finding(severity="info", code="mindspeed.exp-factor-unused",
-                                message="the exp (EP) group formula only checks factor > 0; it does not multiply by it "
-                                        f"({MS_FUNC}:159-172)", data={}))
+                  for key, v in sorted(computed.items())]
+    if adaptive:
+        findings.append(Finding(severity="info", code="mindspeed.factor-off" if factor <= 0 else "mindspeed.exp-factor-unused",
+                                message="--hccl-ep-group-buffer-adaptive-factor <= 0 (default -1): the MoE/EP groups get "
+                                        "the constant 200 MB" if factor <= 0 else "the exp (EP) group formula only checks "
+                                        f"factor > 0; it does not multiply by it ({MS_FUNC}:159-172)", data={}))
     findings += limit_findings("mindspeed", limits, {
         "world size % (expert TP x EP x PP)": f"Megatron's initialize_model_parallel raises RuntimeError (world "
                                               f"{world}, expert TP x EP x PP {etp_ep_pp}); the ep_dp group is not "

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 from ..errors import InvalidArgumentError
 from ..report import Finding, Report
-from ..units import GiB
+from ..units import INT64_MAX, GiB, MiB
 from . import _deepep, _vllm_all2all
 from ._common import EngineContext, limit, limit_findings, topology
 from ._knobs import EngineProblem, Knob, Setting
@@ -108,7 +108,7 @@ KNOBS = (
          help="epbuf's flag: the model is block-FP8 quantized, so DeepEP dispatches FP8 (V2 use_fp8_dispatch)"),
     Knob(name="--quantization", aliases=("-q",), kind="text", source=f"{REPO} {A2A_UTILS} (use_fp8_dispatch)",
          help="fp8: FP8 dispatch for block-quantized (128 x 128) checkpoints; other methods: BF16 dispatch"),
-    Knob(name="VLLM_DEEPEP_BUFFER_SIZE_MB", kind="int", lo=0, default=1024, source=f"{REPO} {ENVS}",
+    Knob(name="VLLM_DEEPEP_BUFFER_SIZE_MB", kind="int", lo=0, hi=INT64_MAX // MiB, default=1024, source=f"{REPO} {ENVS}",
          help="MiB of the NVL buffer (all DeepEP V1 modes) and the HT RDMA buffer"),
     Knob(name="VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE", kind="bool", default=False, source=f"{REPO} {ENVS}",
          help="HT: no RDMA buffer even across nodes"),

@@ -53,7 +53,7 @@ VA_CTX = "vllm_ascend/ascend_forward_context.py:176-200 set_mc2_tokens_capacity"
 VA_SELECT = "vllm_ascend/ascend_forward_context.py"
 VA_PLATFORM = "vllm_ascend/platform.py:1275-1309 _get_default_max_cudagraph_capture_size"
 VA_DISPATCHER = "vllm_ascend/ops/fused_moe/token_dispatcher.py:113-150 TokenDispatcherWithMC2"
-VA_EPLB = "vllm_ascend/eplb/core/eplb_utils.py:73-97 init_eplb_config"
+VA_EPLB = "vllm_ascend/eplb/core/eplb_utils.py"
 VA_DFFC = "csrc/mc2/dispatch_ffn_combine/op_host/dispatch_ffn_combine_tiling.cpp"
 VA_MEGA = "vllm_ascend/ops/fused_moe/moe_comm_method.py:283-330 _init_mega_moe_symm_buffer"
 DEFAULT_BUFFER_SIZE, MIN_DP_BUFFER_SIZE, DYNAMIC_EPLB_BUFFER_SIZE = 200, 50, 100  # VA_UTILS:70-72
@@ -142,9 +142,10 @@ def _expert_map_physical(path: str) -> int:
     return max(counts)
 
 
-def _experts(ctx: EngineContext, extra: dict, ep: int) -> tuple[int, int, bool, str]:
-    """``(moe_expert_num, redundant, dynamic_eplb, how)`` of the MC2 ops: ``len(expert_map) +
-    global_redundant_expert_num`` (``token_dispatcher.py:187``) as ``init_eplb_config`` sets them."""
+def _experts(ctx: EngineContext, extra: dict, ep: int) -> tuple[int, str, bool]:
+    """``(moe_expert_num, how, dynamic_eplb)`` of the MC2 ops: ``len(expert_map) +
+    global_redundant_expert_num`` (``token_dispatcher.py:187``) as ``init_eplb_config``
+    (VA_EPLB:73-97) sets them."""
     label = "--additional-config"
     eplb = json_object(label, extra, "eplb_config")
     dynamic = json_bool(label, eplb, "eplb_config", "dynamic_eplb")
@@ -163,9 +164,8 @@ def _experts(ctx: EngineContext, extra: dict, ep: int) -> tuple[int, int, bool, 
         redundant = configured + (ep - 1 if mix else 0)
         how = f"dynamic EPLB num_redundant_experts {configured}" + (f" + mix_placement ep - 1 = {ep - 1} ({VA_EPLB}:96-97)"
                                                                      if mix else "")
-    if mix:
-        how += f"; mix_placement adds the {shared} shared expert(s) to the map"
-    return placement + redundant, redundant, dynamic, how
+    parts = f"routed {ctx.num_experts}" + (f" + shared {shared} (mix_placement)" if mix else "") + f" + redundant {redundant}"
+    return placement + redundant, f"{parts}: {how}", dynamic
 
 
 def recipe(ctx: EngineContext) -> EngineReport:
@@ -197,7 +197,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
             raise InvalidArgumentError([EngineProblem(ctx.ranks_flag, ctx.num_ranks,
                                                       f"vLLM's EP size is TP x DP = {tp * dp}; make them agree")])
     extra = s["--additional-config"].value or {}
-    num_experts, redundant, dynamic_eplb, experts_how = _experts(ctx, extra, ep)
+    num_experts, experts_how, dynamic_eplb = _experts(ctx, extra, ep)
     prefill_mc2 = json_bool("--additional-config", extra, "enable_prefill_mc2")
     if "enable_fused_mc2" in extra:
         fused_mc2 = json_int("--additional-config", extra, "enable_fused_mc2", lo=0, hi=1)
@@ -356,7 +356,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
     settings = [*ctx.base_settings,
                 Setting(name="EP size", value=ep, source="derived", note="TP x DP"),
                 Setting(name="experts seen by MC2", value=num_experts, source="derived",
-                        note=f"routed {ctx.num_experts} + redundant {redundant}: {experts_how}"),
+                        note=experts_how),
                 Setting(name="MoE comm method", value=method if ep_enabled and ep > 1 else "none", source="derived",
                         note=f"{soc.upper()}, {VA_SELECT}:223-260"),
                 Setting(name="MC2 tokens per rank", value=capped, source="derived", note=f"{how}; / TP; cap {cap}"),
