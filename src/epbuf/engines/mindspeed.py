@@ -45,7 +45,7 @@ MS_LEGACY_KEYS = ("dp", "dp_cp", "cp", "mp", "mp_exp", "tp", "pp", "embd", "tp_d
                   "exp", "dp_modulo_exp", "pp_new_stream", "cp2", "cp_ulysses", "cp_ring", "cp_ring_intra",
                   "cp_ring_intra_overlap", "nd1_dim1", "ag_x_sd_rcv_overlap", "nd1_dim2", "ag_y_sd_rcv_overlap",
                   "nd2_dim1", "nd2_dim2")
-MEGATRON_V012 = "NVIDIA/Megatron-LM megatron/core/parallel_state.py @core_v0.12.1"
+MEGATRON_V012 = "NVIDIA/Megatron-LM @core_v0.12.1 megatron/core/parallel_state.py"
 #: Megatron-LM versions by how they name the expert groups (``get_nccl_options`` keys).
 MEGATRON_VERSIONS = ("core_v0.12.1", "core_r0.8.0")
 #: ``hccl_buffer_size`` reaches ``HcclCommConfig.hcclBufferSize``, a ``uint32_t`` of MB.
