@@ -123,10 +123,23 @@ def test_issue_12_launch_line_variables_and_env_from_shell(capsys, monkeypatch):
     assert {s["name"]: s["source"] for s in json.loads(out)["settings"]}["NVSHMEM_QP_DEPTH"] == "default"
 
 
+def test_issue_12_launch_line_with_a_local_checkpoint(capsys, tmp_path):
+    folder = tmp_path / "DeepSeek-V3-local"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "deepseek_v3", "hidden_size": 7168,
+                                                    "n_routed_experts": 256, "num_experts_per_tok": 8}))
+    code, out, err = run_cli(capsys, "engine", "vllm", "--json", "--", "vllm", "serve", str(folder), "-dp", "16")
+    assert code == 0 and err == ""
+    by_name = {s["name"]: s for s in json.loads(out)["settings"]}
+    assert by_name["hidden"]["value"] == 7168 and by_name["hidden"]["note"] == "DeepSeek-V3-local"
+
+
 @pytest.mark.parametrize("engine, line, message", [
     ("vllm", ["python", "-m", "sglang.launch_server", "--tp", "8"], "a sglang launch line"),
     ("sglang", ["vllm", "serve", "x"], "a vllm launch line"),
     ("vllm", [], "allowed the engine's launch line after --"),
+    ("vllm", ["vllm", "serve", "deepseek-ai/DeepSeek-V3", "--json"], "--json = 'vllm serve deepseek-ai/DeepSeek-V3 ...': an "
+                                                                     "epbuf option inside the launch line; put it before --"),
 ])
 def test_issue_12_launch_line_errors_are_one_line(capsys, engine, line, message):
     code, out, err = run_cli(capsys, "engine", engine, "--", *line)

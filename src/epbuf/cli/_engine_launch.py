@@ -15,6 +15,8 @@ PROG = "epbuf engine"
 #: Options that name the model in the engines' own launch lines (vLLM ``--model``, SGLang ``--model-path``).
 MODEL_FLAGS = ("--model", "--model-path")
 #: Programs a launch line may start with, and the engines each one runs.
+#: epbuf's own options, which no engine's launch line has: after ``--`` they are a mistake, not ignored.
+EPBUF_ONLY_OPTIONS = ("--json", "--strict", "--env-from-shell", "--budget", "--max-tokens-under-load")
 #: epbuf's options of the DeepEP (GPU) engines only: given to another engine they are an error, not ignored.
 EPBUF_GPU_OPTIONS = ("--backend-version", "--deepep-version")
 PROGRAMS = {"vllm": ("vllm", "vllm-ascend"), "sglang": ("sglang", "sgl-kernel-npu"),
@@ -118,6 +120,14 @@ def _after_script(tokens: list[str], ignored: list[str]) -> list[str]:
     return tokens
 
 
+def _model_option(model: str) -> list[str]:
+    """``--model-config PATH`` for a local checkpoint folder or config file (``vllm serve /models/X``),
+    else ``--model NAME`` (a preset, a cached Hugging Face id or a released variant)."""
+    import os
+
+    return ["--model-config", model] if os.path.exists(model) else ["--model", model]
+
+
 def parse_launch_line(tokens: list[str], engine: str) -> LaunchLine:
     """Read an engine's launch line: leading ``NAME=VALUE`` variables (and ``env``), the launcher
     (:func:`_strip_program`), the model (positional or :data:`MODEL_FLAGS`), the engine's settings
@@ -168,9 +178,13 @@ def parse_launch_line(tokens: list[str], engine: str) -> LaunchLine:
         for spelling in spellings:
             if spelling not in ("--npus-per-node", "--ep-size"):  # epbuf's topology options, not the engines'
                 takes_value[spelling] = True
+    misplaced = [t for t in rest if t.partition("=")[0] in EPBUF_ONLY_OPTIONS]
+    if misplaced:
+        raise InvalidArgumentError([EngineProblem(misplaced[0], " ".join(tokens[:3]) + " ...",
+                                                  "an epbuf option inside the launch line; put it before --")])
     argv: list[str] = []
     if model is not None:
-        argv += ["--model", model]
+        argv += _model_option(model)
     i = 0
     while i < len(rest):
         token = rest[i]
@@ -185,7 +199,7 @@ def parse_launch_line(tokens: list[str], engine: str) -> LaunchLine:
             value = rest[i]
             i += 1
         if flag in MODEL_FLAGS and value is not None:
-            argv += ["--model", value]
+            argv += _model_option(value)
         elif flag in takes_value and (value is not None or not takes_value[flag]):
             argv += [flag] + ([value] if value is not None else [])
         else:
