@@ -105,6 +105,18 @@ def test_issue_12_torchrun_pretrain_gpt_line(capsys):
                                                                       "--num-layers 61"]
 
 
+def test_issue_12_mindspeed_torchrun_line_gives_the_data_parallel_size(capsys):
+    """Megatron derives DP from the world size; torchrun's --nnodes x --nproc-per-node give it."""
+    code, out, err = run_cli(capsys, "engine", "mindspeed", "--json", "--", "torchrun", "--nnodes", "2",
+                             "--nproc-per-node", "8", "pretrain_gpt.py", "--tensor-model-parallel-size", "2",
+                             "--expert-model-parallel-size", "8", "--hccl-group-buffer-adaptive", "--seq-length", "4096",
+                             "--num-layers", "61")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert {s["name"]: s["value"] for s in data["settings"]}["--data-parallel-size"] == 8  # 16 / TP 2
+    assert findings(data, "engine.ignored")[0]["data"]["ignored"] == ["--num-layers 61"]
+
+
 def test_issue_12_launch_line_variables_and_env_from_shell(capsys, monkeypatch):
     line = ["VLLM_DEEPEP_BUFFER_SIZE_MB=512", "FOO=1", *VLLM_LINE]
     code, out, _ = run_cli(capsys, "engine", "vllm", "--json", "--", *line)

@@ -204,7 +204,37 @@ def parse_launch_line(tokens: list[str], engine: str) -> LaunchLine:
             argv += [flag] + ([value] if value is not None else [])
         else:
             ignored.append(token if value is None or eq else f"{token} {value}")
+    if engine == "mindspeed" and program == "torchrun":
+        argv += _mindspeed_data_parallel(argv, ignored)
     return LaunchLine(argv=tuple(argv), env=env, ignored=tuple(ignored), program=program)
+
+
+def _mindspeed_data_parallel(argv: list[str], ignored: list[str]) -> list[str]:
+    """``--data-parallel-size`` for MindSpeed from torchrun's world: Megatron derives DP =
+    world / (TP x PP x CP) (``megatron/core/parallel_state.py`` ``initialize_model_parallel``) where epbuf
+    takes it as a flag. Uses ``--nnodes`` (default 1) x ``--nproc-per-node``; the torchrun options
+    used leave ``ignored``. Nothing when the line gives no world size or it does not divide."""
+    def value(options: tuple[str, ...], words: list[str], default: int | None) -> int | None:
+        for i, word in enumerate(words):
+            flag, eq, inline = word.partition("=")
+            flag, _, after = flag.partition(" ")
+            if flag in options:
+                text = inline if eq else (after or (words[i + 1] if i + 1 < len(words) else ""))
+                return int(text) if text.isascii() and text.isdigit() and len(text) < 10 else None
+        return default
+
+    if "--data-parallel-size" in argv:
+        return []
+    nproc = value(("--nproc-per-node", "--nproc_per_node"), ignored, None)
+    nnodes = value(("--nnodes",), ignored, 1)
+    inner = 1
+    for option in ("--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size"):
+        inner *= value((option,), argv, 1) or 1
+    if not nproc or not nnodes or (nproc * nnodes) % inner:
+        return []
+    ignored[:] = [w for w in ignored if w.partition(" ")[0].partition("=")[0]
+                  not in ("--nproc-per-node", "--nproc_per_node", "--nnodes")]
+    return ["--data-parallel-size", str(nproc * nnodes // inner)]
 
 
 def unknown_options(extras: list[str], parser: argparse.ArgumentParser) -> list[str]:
