@@ -129,7 +129,7 @@ def _normal_tokens(ctx: EngineContext, rounds: int, per_round: int, long_seq_com
     rank sends (``real_max_bs``, ``deep_ep.cpp:322``): ``--max-tokens-under-load``, else the most a call
     accepts, ``round x per_round_tokens`` (``deep_ep.cpp:127-130``). Dispatch reserves ``min(per_round,
     real)`` (``deep_ep.cpp:324-325``); combine ``min(8192, real)`` in one round, or the dispatch rounds with
-    ``DEEPEP_NORMAL_COMBINE_ENABLE_LONG_SEQ=1`` (``deep_ep.cpp:601-605``; ``cam_moe_combine_normal_tiling.cc:556-561``)."""
+    ``DEEPEP_NORMAL_COMBINE_ENABLE_LONG_SEQ=1`` (``deep_ep.cpp:601-605``; ``cam_moe_combine_normal_tiling.cc:561-568``)."""
     real = ctx.load if ctx.load is not None else rounds * per_round
     combine_rounds, combine_per_round = (rounds, per_round) if long_seq_combine else (1, MAX_TOKENS_PER_ROUND)
     return {"real": real, "dispatch_bs": min(per_round, real), "dispatch_rounds": rounds,

@@ -13,7 +13,7 @@ Upstream ``sgl-project/sgl-kernel-npu @f425bdf1`` (2026-08-21):
   (``tiling_args.h`` ``COMBINE_STATE_WIN_OFFSET``, ``NOTIFY_DISPATCH_WIN_OFFSET``). Dispatch: ``maxBs =
   min(per_round_tokens, real max tokens per rank)`` (``deep_ep.cpp:322-325``). Combine: one round of
   8192 tokens — ``realBs = min(8192, real max)`` — unless ``DEEPEP_NORMAL_COMBINE_ENABLE_LONG_SEQ=1``
-  (``deep_ep.cpp:65, 601-605``), which gives it the dispatch rounds (``cam_moe_combine_normal_tiling.cc:556-561``).
+  (``deep_ep.cpp:65, 601-605``), which gives it the dispatch rounds (``cam_moe_combine_normal_tiling.cc:561-568``).
 * A2 (``--soc a2``): ``build.sh:196-209`` builds ``deep_ep`` for Ascend910B1 from ``csrc/deepep/ops2``,
   whose tilings check the window too: one server (``ep <= 8``, ``RANK_NUM_PER_NODE_A2``) low latency
   ``ops2/op_host/moe_distribute_dispatch_v2_tiling.cc:940-966`` and ``moe_distribute_combine_v2_tiling.cc:919-946``
