@@ -23,7 +23,7 @@ from epbuf.engines import ENGINES, engine_names, get_engine, report
 from epbuf._search import largest_true
 from epbuf.engines._knobs import Knob, parse_knob
 from epbuf.engines._report import SCHEMA, engine_report_to_dict
-from epbuf.engines._hccl import ll_window_need, tiling_window_mib
+from epbuf.engines._hccl import ll_combine_need, ll_dispatch_need, ll_window_need, tiling_window_mib
 from epbuf.engines.mindspeed import mindspeed_adaptive
 from epbuf.engines.sgl_kernel_npu import normal_combine_need, normal_dispatch_need, readme_layered, readme_nonlayered
 from epbuf.errors import InvalidArgumentError, UnknownNameError
@@ -361,8 +361,11 @@ def test_megatron_fp8_same_as_bf16_and_group():
     assert rep.setting("hidden_bytes").value == 7168 * 2
     with pytest.raises(InvalidArgumentError, match="TPxEP > 1"):
         report("megatron", model="deepseek-v3", flags={"--expert-model-parallel-size": 1})
-    with pytest.raises(InvalidArgumentError, match="conflicts"):
-        report("megatron", model="deepseek-v3", flags={"--moe-flex-dispatcher-num-sms": 20, "--moe-deepep-num-sms": 24})
+    # issue 14 #7 (transformer_config.py:1792-1811 @d98e8a64): an explicit flex value wins over the deprecated knobs
+    rep = report("megatron", model="deepseek-v3", flags={"--moe-flex-dispatcher-num-sms": 20, "--moe-deepep-num-sms": 24})
+    assert rep.setting("num_sms").value == 20 and "megatron.deprecated-num-sms" in codes(rep)
+    with pytest.raises(InvalidArgumentError, match="conflicts"):  # only the two deprecated knobs can disagree
+        report("megatron", model="deepseek-v3", flags={"--moe-hybridep-num-sms": 20, "--moe-deepep-num-sms": 24})
 
 
 # ====================================================================================
@@ -372,9 +375,9 @@ def test_megatron_fp8_same_as_bf16_and_group():
     (readme_nonlayered(512, 16, 256, 8, 7168), 1_883_242_496),        # docs/derivations/engines.md §4.5: README non-layered
     (readme_layered(512, 256, 8, 7168), 2_738_880_512),               # docs/derivations/engines.md §4.5: README layered
     (ll_window_need(512, 7168, 16, 256, 8), 4_009_754_624),           # docs/derivations/engines.md §4.5: A3 LL BF16 (3824 MiB)
-    (ll_window_need(512, 7168, 16, 256, 8, dispatch_dtype_bytes=1), 2_130_706_432),  # int8 (2032 MiB)
+    (ll_dispatch_need(512, 7168, 16, 256, 8, dispatch_dtype_bytes=1), 2_130_706_432),  # int8 dispatch check (2032 MiB)
     (ll_window_need(128, 7168, 16, 256, 8), 1_002_438_656),           # T = 128 BF16 (956 MiB)
-    (ll_window_need(128, 7168, 16, 256, 8, dispatch_dtype_bytes=1), 532_676_608),    # T = 128 int8 (508 MiB)
+    (ll_dispatch_need(128, 7168, 16, 256, 8, dispatch_dtype_bytes=1), 532_676_608),  # T = 128 int8 dispatch (508 MiB)
     (normal_dispatch_need(512, 7168, 8), 461_373_440),                # normal dispatch 512 (440 MiB)
     (normal_combine_need(512, 7168, 8), 339_738_624),                 # normal combine 512 (324 MiB)
     (normal_dispatch_need(4096, 7168, 8), 2_134_900_736),             # 2036 MiB
@@ -464,7 +467,9 @@ MS_FLAGS = {"--hccl-group-buffer-adaptive": True, "--hccl-ep-group-buffer-adapti
 
 
 def test_mindspeed_recipe_groups():
-    rep = report("mindspeed", hidden=7168, num_topk=8, num_experts=256, flags=MS_FLAGS)
+    """A Megatron that names its expert groups exp / tp_exp / mp_exp (core_r0.8.0): the adaptive keys match."""
+    rep = report("mindspeed", hidden=7168, num_topk=8, num_experts=256,
+                 flags={**MS_FLAGS, "--megatron-version": "core_r0.8.0"})
     by_name = {b.name.split(":")[1].split("(")[0].strip(): b.num_bytes for b in rep.report.buffers}
     assert by_name["exp group"] == 2 * 448 * MiB  # each communicator takes 2 x hccl_buffer_size
     assert by_name["tp_exp group"] == 2 * 200 * MiB  # alltoall: tp_exp unset -> HCCL_BUFFSIZE
@@ -473,20 +478,25 @@ def test_mindspeed_recipe_groups():
 
 
 def test_mindspeed_manual_values_by_version():
-    flags = {"--expert-model-parallel-size": 16, "--hccl-group-buffer": "exp:300;tp_exp:50"}
+    flags = {"--expert-model-parallel-size": 16, "--hccl-group-buffer": "exp:300;tp_exp:50",
+             "--megatron-version": "core_r0.8.0"}
     main = report("mindspeed", model="deepseek-v3", flags=flags)
     assert "mindspeed.manual-not-applied" in codes(main)
     assert all(b.num_bytes == 400 * MiB for b in main.report.buffers)  # nothing applied: HCCL_BUFFSIZE everywhere
     legacy = report("mindspeed", model="deepseek-v3", flags=flags, version="legacy")
     exp = [b for b in legacy.report.buffers if "exp group" in b.name and "tp_exp" not in b.name and "mp_exp" not in b.name]
     assert exp[0].num_bytes == 600 * MiB
-    comma = report("mindspeed", model="deepseek-v3", version="legacy",
-                   flags={"--expert-model-parallel-size": 16, "--hccl-group-buffer": "exp:300,tp_exp:50"})
-    assert comma.num_bytes == legacy.num_bytes  # ',' separates too (verl)
+    comma = report("mindspeed", model="deepseek-v3",
+                   flags={**flags, "--hccl-group-buffer": "exp:300,tp_exp:50", "--hccl-group-buffer-adaptive": True})
+    semicolon = report("mindspeed", model="deepseek-v3", flags={**flags, "--hccl-group-buffer-adaptive": True})
+    assert comma.num_bytes == semicolon.num_bytes  # ',' separates too in the feature-manager parser (verl)
+    with pytest.raises(InvalidArgumentError, match="splits on ';' only"):  # issue 14 #5: parallel_state.py:86
+        report("mindspeed", model="deepseek-v3", version="legacy",
+               flags={**flags, "--hccl-group-buffer": "exp:300,tp_exp:50"})
 
 
 def test_mindspeed_factor_budget_is_exact():
-    flags = {**MS_FLAGS, "--moe-token-dispatcher-type": "allgather"}
+    flags = {**MS_FLAGS, "--moe-token-dispatcher-type": "allgather", "--megatron-version": "core_r0.8.0"}
     budget = 3 * GiB
     rep = report("mindspeed", model="deepseek-v3", flags=flags, budget=budget)
     rec = rep.recommendation("--hccl-ep-group-buffer-adaptive-factor", "budget")
@@ -527,8 +537,9 @@ def test_vllm_ascend_mc2_need(experts_extra, capture, mib):
 def test_vllm_ascend_capacity_default_and_limit_rec():
     rep = report("vllm-ascend", model="deepseek-v3", device="910b3",
                  flags={"--data-parallel-size": 16, "--enable-expert-parallel": True})
-    # capture size default min(max_num_seqs 256 x 1 x 2, 512) = 512 on a < 70 GiB device, capped by 2048 batched
-    assert rep.setting("MC2 tokens per rank").value == 512
+    # issue 14 #6: capture size default min(max_num_seqs 256 x 1, 512) = 256 on a < 70 GiB device
+    # (vllm-ascend platform.py:1275-1309 drops vLLM's x 2)
+    assert rep.setting("MC2 tokens per rank").value == 256
     tokens = rep.recommendation("--max-cudagraph-capture-size", "limit").value
     assert ll_window_need(tokens, 7168, 16, 256, 8) <= 200 * MiB < ll_window_need(tokens + 1, 7168, 16, 256, 8)
 
@@ -611,8 +622,8 @@ def test_largest_true_matches_linear_scan():
 @pytest.mark.parametrize("argv, needle", [
     (["engine", "vllm", "--env", "FOO=1"], "--env FOO = '1': not an environment variable epbuf models for engine vllm"),
     (["engine", "vllm", "--env", "VLLM_DEEPEP_BUFFER_SIZE_MB=abc"],
-     "--env VLLM_DEEPEP_BUFFER_SIZE_MB = 'abc': allowed an integer >= 0"),
-    (["engine", "vllm", "--env", "VLLM_DEEPEP_BUFFER_SIZE_MB=-1"], "allowed an integer >= 0"),
+     "--env VLLM_DEEPEP_BUFFER_SIZE_MB = 'abc': allowed an integer in 0..8796093022207"),
+    (["engine", "vllm", "--env", "VLLM_DEEPEP_BUFFER_SIZE_MB=-1"], "allowed an integer in 0..8796093022207"),
     (["engine", "vllm", "--env", "VLLM_MOE_DP_CHUNK_SIZE=0"], "--env VLLM_MOE_DP_CHUNK_SIZE = '0': allowed an integer >= 1"),
     (["engine", "vllm", "--env", "VLLM_MOE_DP_CHUNK_SIZE=1_000"], "VLLM_MOE_DP_CHUNK_SIZE = '1_000'"),
     (["engine", "vllm", "--env", "VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE=yes"], "allowed 0 or 1"),
@@ -625,13 +636,14 @@ def test_largest_true_matches_linear_scan():
     (["engine", "vllm", "--eplb-config", "{bad"], "--eplb-config = '{bad': allowed a JSON object"),
     (["engine", "vllm", "--eplb-config", "[1]"], "a JSON object, not list"),
     (["engine", "vllm", "--eplb-config", '{"num_redundant_experts": -1}', "--enable-eplb"], "num_redundant_experts"),
-    (["engine", "vllm", "--ranks", "16", "-tp", "4"], "--ep-size = 16: vLLM's EP size"),
+    (["engine", "vllm", "--ranks", "16", "-tp", "4"], "--ranks = 16: vLLM's EP size"),  # issue 12: as typed
+    (["engine", "vllm", "--ep-size", "16", "-tp", "4"], "--ep-size = 16: vLLM's EP size"),
     (["engine", "vllm", "--hidden", "9000"], "--hidden = 9000"),
     (["engine", "vllm", "--ranks", "16", "--gpus-per-node", "3"], "--gpus-per-node = 3: must divide the EP size 16"),
     (["engine", "vllm", "--ranks", "16", "--nodes", "4", "--gpus-per-node", "8"], "must equal the EP size"),
     (["engine", "vllm", "--deepep-version", "nope"], "--backend-version (version) = 'nope'"),
     (["engine", "vllm", "--engine-version", "v9"], "invalid choice: 'v9'"),
-    (["engine", "vllm", "--max-num-batch", "5"], "unrecognized arguments"),
+    (["engine", "vllm", "--max-num-batch", "5"], "did you mean --max-num-batched-tokens?"),
     (["engine", "vllm", "--budget", "lots"], "is not a byte size"),
     (["engine", "vllm", "--model", "nosuch"], "--model (model) = 'nosuch'"),
     (["engine", "sglang", "--env", "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK=many"],
@@ -639,14 +651,14 @@ def test_largest_true_matches_linear_scan():
     (["engine", "sglang", "--deepep-mode", "fast"], "--deepep-mode = 'fast': allowed one of normal, low_latency, auto"),
     (["engine", "sglang", "--deepep-config", '{"normal_dispatch": {}}'], "'normal_combine'"),
     (["engine", "sglang", "--deepep-config", '{"normal_dispatch": {"foo": 1}, "normal_combine": {}}'], "normal_dispatch"),
-    (["engine", "sglang", "--deepep-config", "/no/such/file.json"], "no such file"),
+    (["engine", "sglang", "--deepep-config", "/no/such/file.json"], "No such file"),
     (["engine", "sglang", "--moe-a2a-backend", "deepep_v2", "--deepep-dispatcher-output-dtype", "nvfp4"], "bf16/fp8"),
     (["engine", "megatron", "--moe-flex-dispatcher-num-sms", "21"], "must be even"),
     (["engine", "megatron", "--moe-flex-dispatcher-backend", "hybridep"], "epbuf models --moe-token-dispatcher-type flex"),
     (["engine", "megatron", "--expert-model-parallel-size", "8", "--ranks", "16"], "--ranks = 16"),
     (["engine", "sgl-kernel-npu", "--env", "HCCL_BUFFSIZE=0"], "--env HCCL_BUFFSIZE = '0': allowed an integer >= 1"),
     (["engine", "sgl-kernel-npu", "--env", "HCCL_BUFFSIZE=200MB"], "--env HCCL_BUFFSIZE = '200MB'"),
-    (["engine", "sgl-kernel-npu", "--deepep-version", "main"], "unrecognized arguments"),
+    (["engine", "sgl-kernel-npu", "--deepep-version", "main"], "--deepep-version = 'main': not an option"),
     (["engine", "sgl-kernel-npu", "--ep-size", "16", "--env", "MOE_SHARED_EXPERT_RANK_NUM=16"],
      "--env MOE_SHARED_EXPERT_RANK_NUM = 16: must be below the EP size 16"),
     (["engine", "sgl-kernel-npu", "--env", "DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS=0"], "allowed an integer >= 1"),
@@ -654,7 +666,7 @@ def test_largest_true_matches_linear_scan():
     (["engine", "mindspeed", "--hccl-group-buffer", "tp:0"], "value 0 for key 'tp' must be greater than 0"),
     (["engine", "mindspeed", "--hccl-group-buffer", "foo:1"], "key 'foo' is not allowed"),
     (["engine", "mindspeed", "--hccl-group-buffer", "tp=5"], "expected 'key:value' pairs"),
-    (["engine", "mindspeed", "--hccl-ep-group-buffer-adaptive-factor", "x"], "allowed a number"),
+    (["engine", "mindspeed", "--hccl-ep-group-buffer-adaptive-factor", "x"], "allowed a finite number"),
     (["engine", "vllm-ascend", "--env", "HCCL_BUFFSIZE=x"], "--env HCCL_BUFFSIZE = 'x'"),
     (["engine", "vllm-ascend", "--additional-config", "nope"], "--additional-config = 'nope'"),
     (["engine", "nosuch"], "invalid choice: 'nosuch'"),
@@ -697,7 +709,7 @@ def test_cli_table_answers_the_question(capsys):
         "--experts", "384", "--topk", "8", "--ep-size", "16", "--engine-version", "dp-chunk", "--device", "h200",
         "--budget", "30GiB", "--max-tokens-under-load", "1024")
     assert code == 0 and err == ""
-    for text in ("LL RDMA buffer", "38,168,170,112", "35.55 GiB", "VLLM_MOE_DP_CHUNK_SIZE=1,843", "share of",
+    for text in ("LL RDMA buffer", "38,168,170,112", "35.55 GiB", "VLLM_MOE_DP_CHUNK_SIZE=1843", "share of",
                  "over by", "[vllm.ll-32gib-ceiling]", "What to set"):
         assert text in out
 
@@ -825,9 +837,12 @@ def test_refused_but_sizable_is_an_error_finding(capsys, argv, limit_name, sourc
 
 def test_sgl_kernel_npu_rounds_still_size_the_checks():
     """With ``DEEPEP_NORMAL_LONG_SEQ_ROUND=2`` alone the constructor refuses, and the normal-mode
-    checks are sized as upstream would with two rounds of the default 8192 tokens."""
+    checks are sized as upstream would with two rounds of the default 8192 tokens; the combine runs one
+    round of 8192 unless DEEPEP_NORMAL_COMBINE_ENABLE_LONG_SEQ=1 (issue 14 #3, deep_ep.cpp:601-605)."""
     rep = report("sgl-kernel-npu", env={ROUND_ENV: "2"})
     assert rep.report.quantity("normal dispatch (CamMoeDispatchNormal)") == normal_dispatch_need(8192, 7168, 8, 2)
+    assert rep.report.quantity("normal combine (CamMoeCombineNormal)") == normal_combine_need(8192, 7168, 8, 1)
+    rep = report("sgl-kernel-npu", env={ROUND_ENV: "2", "DEEPEP_NORMAL_COMBINE_ENABLE_LONG_SEQ": "1"})
     assert rep.report.quantity("normal combine (CamMoeCombineNormal)") == normal_combine_need(8192, 7168, 8, 2)
     assert "sgl-kernel-npu.limit" in codes(rep)
 

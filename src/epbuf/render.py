@@ -251,12 +251,15 @@ def render_sweep(result, device: tuple[str, int] | None = None) -> str:
 
 # --- engine reports (epbuf engine) ---------------------------------------------------------
 def _setting_value(v: object) -> str:
-    """A setting's value as typed: JSON objects compact, others as :func:`_value`."""
+    """A setting's value as it is typed: JSON objects compact, integers without thousands
+    separators (``--max-num-batched-tokens=2304`` pastes; ``2,304`` does not), switches yes/no."""
     if isinstance(v, dict):
         import json
 
         return json.dumps(v, separators=(",", ":"))
-    return _value(v)
+    if isinstance(v, bool):
+        return _value(v)
+    return str(v)
 
 
 def render_engine_report(rep, verbose: bool = False) -> str:

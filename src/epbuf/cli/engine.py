@@ -6,6 +6,14 @@ environment (:mod:`epbuf.engines`). No formulas live here.
 runs (:func:`build_engine_parser`), so other ``epbuf`` commands never import the engines.
 ``--json`` prints schema ``epbuf.engine/1`` (documented in :mod:`epbuf.engines`); ``--strict``
 exits with status 1 on any error finding.
+
+Paste what you run: everything after ``--`` is the engine's own launch line
+(``vllm serve MODEL ...``, ``python -m sglang.launch_server ...``, ``torchrun ... pretrain_gpt.py
+...``, with leading ``NAME=VALUE`` variables). :func:`parse_launch_line` keeps the model and the
+settings the engine's recipe reads and lists the rest, unchanged, in one ``engine.ignored``
+finding. Options epbuf does not know given before ``--`` are treated the same way, unless they
+look like a misspelling of a known option (then one line, exit 2). ``--env-from-shell`` reads
+the engine's variables from the current environment (``--env`` and launch-line variables win).
 """
 
 from __future__ import annotations
@@ -18,18 +26,19 @@ from ._options import (
     positive_bytes_arg, print_json,
 )
 
-__all__ = ["configure", "build_engine_parser", "report_from_args", "run"]
+from ._engine_launch import EXAMPLES, LaunchLine, parse_launch_line, unknown_options
+
+__all__ = ["configure", "build_engine_parser", "report_from_args", "run", "parse_launch_line", "LaunchLine"]
 
 PROG = "epbuf engine"
-
-
 def configure(p: argparse.ArgumentParser, command: str) -> None:
     """Add one sub-command per engine to ``p`` (the parser of ``epbuf engine``)."""
     from ..engines import ENGINES
 
     p.description = ("Size the expert-parallel communication buffers an engine allocates per device with the flags "
                      "and environment it is launched with; report the limits it will hit and what to set instead. "
-                     "`epbuf engine NAME --help` lists NAME's options.")
+                     "`epbuf engine NAME --help` lists NAME's options; `epbuf engine NAME [options] -- LAUNCH LINE` "
+                     "reads the engine's own command line.")
     engines = p.add_subparsers(dest="engine", metavar="ENGINE", parser_class=Parser)
     for name, (_, _, description) in ENGINES.items():
         stub = engines.add_parser(name, help=description, add_help=False, prefix_chars="\x00")
@@ -43,16 +52,19 @@ def build_engine_parser(name: str) -> argparse.ArgumentParser:
 
     spec = get_engine(name)
     env_knobs = [k for k in spec.knobs if k.is_env]
-    epilog = ["environment variables (--env NAME=VALUE, repeatable):"]
+    epilog = ["environment variables (--env NAME=VALUE, repeatable; --env-from-shell reads them from your shell):"]
     for k in env_knobs:
         default = "unset" if k.default is None else (int(k.default) if isinstance(k.default, bool) else k.default)
         note = "" if k.affects_size else "; no size effect"
         epilog.append(f"  {k.name} (default {default}; {k.allowed()}{note}): {k.help}")
+    epilog += ["", f"paste a launch line after --, e.g. {PROG} {name} --device h200 -- {EXAMPLES.get(name, '...')}; "
+                   "options epbuf does not model are listed in one warning and ignored"]
     p = Parser(prog=f"{PROG} {name}", allow_abbrev=False, formatter_class=RawDescriptionFormatter,
                description=f"{spec.title}: what it allocates per device, the limits it hits, what to set. "
                            f"{spec.ranks_help}.",
                epilog="\n".join(epilog))
-    add_model_options(p, "model (explicit --hidden/--topk/--experts override it; default deepseek-v3)")
+    add_model_options(p, "model (explicit --hidden/--topk/--experts override it; default deepseek-v3; a Hugging "
+                         "Face id works when its config.json is cached or it is a released variant of a preset)")
     g = p.add_argument_group("shape and topology")
     aliases = spec.aliases
     g.add_argument("--hidden", *aliases.get("hidden", ()), dest="hidden", type=int_arg(">= 1"), help="hidden size")
@@ -95,6 +107,8 @@ def build_engine_parser(name: str) -> argparse.ArgumentParser:
                            else "{" + ",".join(k.choices) + "}", help=f"{k.help}{default}; {k.allowed()}{env}")
     e.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="an environment variable the engine reads (see the list below); repeatable")
+    e.add_argument("--env-from-shell", dest="env_from_shell", action="store_true",
+                   help="read the variables below from the current environment (--env and the launch line win)")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.engine/1)")
     o.add_argument("--verbose", action="store_true", help="also regions, notes and every limit")
@@ -120,30 +134,71 @@ def _env_pairs(items: list[str]) -> dict[str, str]:
     return env
 
 
-def report_from_args(name: str, opts: argparse.Namespace):
-    """The :class:`~epbuf.engines._report.EngineReport` for parsed options (no arithmetic here)."""
+def _shell_env(name: str) -> dict[str, str]:
+    """The engine's variables set in the current environment (``--env-from-shell``)."""
+    import os
+
+    from ..engines import get_engine
+
+    spec = get_engine(name)
+    names = [k.name for k in spec.knobs if k.is_env] + [k.env for k in spec.knobs if k.env]
+    return {n: os.environ[n] for n in names if n in os.environ}
+
+
+def _ranks_spelling(argv: list[str], parser: argparse.ArgumentParser) -> str | None:
+    """How the EP size was typed (``--ranks``, ``--ep-size``, ...): the last of its spellings in ``argv``."""
+    action = next((a for a in parser._actions if a.dest == "ranks"), None)
+    if action is None:
+        return None
+    spelled = None
+    for token in argv:
+        flag = token.partition("=")[0]
+        if flag in action.option_strings:
+            spelled = flag
+    return spelled
+
+
+def report_from_args(name: str, opts: argparse.Namespace, *, ranks_flag: str | None = None,
+                     launch: LaunchLine | None = None, ignored: tuple = ()):
+    """The :class:`~epbuf.engines._report.EngineReport` for parsed options (no arithmetic here).
+    ``ranks_flag``: how the EP size was spelled; ``launch`` adds its variables and marks the report
+    as read from a launch line; ``ignored`` lists what changes no buffer."""
     from ..engines import get_engine, report
 
     spec = get_engine(name)
     flags = {k.name: getattr(opts, f"knob_{k.dest}") for k in spec.knobs if not k.is_env}
+    env = _shell_env(name) if getattr(opts, "env_from_shell", False) else {}
+    if launch is not None:
+        env.update(launch.env)
+    env.update(_env_pairs(opts.env))
     return report(
         name, model=model_from_args(opts), hidden=opts.hidden, num_topk=opts.topk, num_experts=opts.experts,
         num_ranks=opts.ranks, num_nodes=opts.nodes, num_ranks_per_node=opts.gpus_per_node, flags=flags,
-        env=_env_pairs(opts.env), version=opts.engine_version, backend_version=getattr(opts, "backend_version", None),
-        max_tokens_under_load=opts.max_tokens_under_load, budget=opts.budget, device=device_from_args(opts))
+        env=env, version=opts.engine_version, backend_version=getattr(opts, "backend_version", None),
+        max_tokens_under_load=opts.max_tokens_under_load, budget=opts.budget, device=device_from_args(opts),
+        ranks_flag=ranks_flag or ("--ranks" if opts.ranks is not None else None), ignored=tuple(ignored),
+        launch=launch is not None)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``epbuf engine NAME [options]``: table, or JSON with ``--json``; status 1 with
-    ``--strict`` when an error finding is reported."""
+    """Run ``epbuf engine NAME [options] [-- LAUNCH LINE]``: table, or JSON with ``--json``; status 1
+    with ``--strict`` when an error finding is reported."""
     name = getattr(args, "engine", None)
     if name is None:
         from ..engines import ENGINES
 
-        sys.stderr.write("usage: epbuf engine ENGINE [options]; engines: " + ", ".join(ENGINES) + "\n")
+        sys.stderr.write("usage: epbuf engine ENGINE [options] [-- LAUNCH LINE]; engines: " + ", ".join(ENGINES) + "\n")
         return 2
-    opts = build_engine_parser(name).parse_args(args.engine_args)
-    rep = report_from_args(name, opts)
+    tokens = list(args.engine_args)
+    launch = None
+    if "--" in tokens:
+        cut = tokens.index("--")
+        tokens, launch = tokens[:cut], parse_launch_line(tokens[cut + 1:], name)
+    parser = build_engine_parser(name)
+    argv = (list(launch.argv) if launch is not None else []) + tokens
+    opts, extras = parser.parse_known_args(argv)
+    ignored = (launch.ignored if launch is not None else ()) + tuple(unknown_options(extras, parser))
+    rep = report_from_args(name, opts, ranks_flag=_ranks_spelling(argv, parser), launch=launch, ignored=ignored)
     status = 1 if opts.strict and has_error_finding(rep.findings) else 0
     if opts.json:
         from ..engines._report import engine_report_to_dict

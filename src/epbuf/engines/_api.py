@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from .._record import Record
-from ..errors import Checker, UnknownNameError
+from ..errors import Checker, InvalidArgumentError, UnknownNameError
 from . import ENGINES
+from ._knobs import EngineProblem
 
 __all__ = ["EngineSpec", "get_engine", "report"]
 
@@ -62,7 +63,7 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
            num_nodes: int | None = None, num_ranks_per_node: int | None = None, flags: dict | None = None,
            env: dict | None = None, version: str | None = None, backend_version: str | None = None,
            max_tokens_under_load: int | None = None, budget: int | None = None,
-           device: object = None):
+           device: object = None, ranks_flag: str | None = None, ignored: tuple = (), launch: bool = False):
     """Size what ``engine`` allocates per device with these flags and environment.
 
     Args:
@@ -82,6 +83,12 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
             the user plans for (enables the ``load`` recommendations and findings).
         budget: bytes per device the buffers may take (enables ``budget`` recommendations).
         device: a device preset name, a :class:`~epbuf.devices.DeviceSpec` or ``(name, bytes)``.
+        ranks_flag: how the caller spelled ``num_ranks`` (``--ranks``, ``--ep-size``), for the
+            settings table and error lines (default ``num_ranks``).
+        ignored: settings of a pasted launch line that change none of these buffers; listed in
+            one ``engine.ignored`` finding.
+        launch: the settings come from a pasted launch line: a setting left at a default that is
+            epbuf's rather than the engine's gets an ``engine.epbuf-default`` warning.
 
     Raises:
         UnknownNameError: unknown engine, model or device.
@@ -89,7 +96,7 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
             itself refuses to start with.
     """
     from ._common import EngineContext
-    from ._knobs import EngineProblem, resolve_settings
+    from ._knobs import resolve_settings
 
     spec = get_engine(engine)
     c = Checker()
@@ -109,9 +116,11 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
                                         f"engine {engine} does not use DeepEP (Ascend HCCL windows)"))
     c.raise_if_any()
 
-    spec_model, base = _shape(model, hidden, num_topk, num_experts, num_shared_experts)
+    spec_model, base, model_notes = _shape(model, hidden, num_topk, num_experts, num_shared_experts)
     device_name, device_bytes = _device(device)
     settings = resolve_settings(spec.knobs, flags, env, engine)
+    if ranks_flag is not None and (not isinstance(ranks_flag, str) or not ranks_flag):
+        raise InvalidArgumentError([EngineProblem("ranks_flag", ranks_flag, "allowed the spelling of the EP-size flag")])
     ctx = EngineContext(
         engine=engine, version=version, hidden=base["hidden"].value, num_topk=base["num_topk"].value,
         num_experts=base["num_experts"].value, num_shared_experts=base["num_shared_experts"].value,
@@ -119,11 +128,36 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
         settings=settings, backend_version=backend_version,
         base_settings=tuple(v for k, v in base.items() if k != "num_shared_experts" or v.value or v.source == "flag"),
         load=max_tokens_under_load, budget=budget, device_name=device_name, device_num_bytes=device_bytes,
+        ranks_flag=ranks_flag or "num_ranks", model_notes=model_notes,
     )
-    return spec.recipe(ctx)
+    rep = spec.recipe(ctx)
+    extra = _launch_findings(engine, spec, settings, tuple(ignored), launch)
+    if extra:
+        rep = rep.replace(report=rep.report.replace(findings=rep.report.findings + tuple(extra)))
+    return rep
 
 
-def _shape(model: object, hidden, num_topk, num_experts, num_shared) -> tuple[str, dict]:
+def _launch_findings(engine: str, spec, settings: dict, ignored: tuple, launch: bool) -> list:
+    """The ``engine.ignored`` note (settings that change no buffer) and, for a pasted launch line,
+    an ``engine.epbuf-default`` warning per setting left at a default that is epbuf's, not the engine's."""
+    from ..report import Finding
+
+    out = []
+    if ignored:
+        out.append(Finding(severity="warning", code="engine.ignored",
+                           message=f"ignored ({len(ignored)}; they change none of these buffers): " + ", ".join(ignored),
+                           data={"ignored": list(ignored)}))
+    if launch:
+        for k in spec.knobs:
+            st = settings.get(k.name)
+            if st is not None and st.source == "default" and k.default_note.startswith("epbuf's default"):
+                out.append(Finding(severity="warning", code="engine.epbuf-default",
+                                   message=f"the launch line does not set {k.label}; epbuf used {k.default} "
+                                           f"({k.default_note})", data={"setting": k.name, "value": k.default}))
+    return out
+
+
+def _shape(model: object, hidden, num_topk, num_experts, num_shared) -> tuple[str, dict, str]:
     from ..models import ModelSpec, get_model
     from ._knobs import Setting
 
@@ -145,14 +179,34 @@ def _shape(model: object, hidden, num_topk, num_experts, num_shared) -> tuple[st
                                note=note or label)
         else:
             out[key] = Setting(name=key, value=0, source="default", note="")
-    return label if not note else "", out
+    return label if not note else "", out, (spec.notes if spec is not None and not note else "")
 
 
 def _device(device: object) -> tuple[str, int | None]:
+    """``(title, bytes)`` of ``device``: ``None``, a preset name, a ``DeviceSpec`` or ``(name, bytes)``.
+
+    Raises:
+        InvalidArgumentError: a tuple that is not ``(non-empty name, integer bytes >= 1)`` (NaN, floats,
+            strings), one line naming ``device``.
+        UnknownNameError: an unknown preset.
+    """
     if device is None:
         return "", None
     if isinstance(device, tuple):
-        return str(device[0]), int(device[1])
+        from ..units import MAX_BYTES
+
+        ok = (len(device) == 2 and isinstance(device[0], str) and device[0].strip() and isinstance(device[1], int)
+              and not isinstance(device[1], bool) and 1 <= device[1] <= MAX_BYTES)
+        if not ok:
+            raise InvalidArgumentError([EngineProblem(
+                "device", device, f"allowed (name, bytes): a non-empty name and an integer 1..{MAX_BYTES}")])
+        return device[0], device[1]
+    if not isinstance(device, str) or not device.strip():
+        from ..devices import DeviceSpec
+
+        if not isinstance(device, DeviceSpec):
+            raise InvalidArgumentError([EngineProblem(
+                "device", device, "allowed a device preset name, a DeviceSpec or (name, bytes)")])
     from ..devices import DeviceSpec, get_device
 
     spec = device if isinstance(device, DeviceSpec) else get_device(str(device))

@@ -38,6 +38,11 @@ class EngineContext(Record):
     budget: int | None = None
     device_name: str = ""
     device_num_bytes: int | None = None
+    #: How the user spelled the EP size (``--ranks``, an engine alias such as ``--ep-size``, or
+    #: ``num_ranks`` from Python), for the settings table and error lines.
+    ranks_flag: str = "num_ranks"
+    #: The model's notes (weight quantization, e.g. ``block 128x128``), ``""`` without a model.
+    model_notes: str = ""
 
     def value(self, name: str) -> object:
         return self.settings[name].value

@@ -150,17 +150,23 @@ def ll_recommendations(ctx: EngineContext, knob: str, *, hidden: int, num_ranks:
 
 
 def ceiling_finding(code: str, knob: str, tokens: int, hint: int, hidden: int, num_ranks: int, num_experts: int,
-                    ceiling: int | None, redundant: int) -> list[Finding]:
+                    ceiling: int | None, redundant: int, engine_cap: int | None = None) -> list[Finding]:
+    """The ``error`` finding for a low-latency buffer above DeepEP's 32 GiB ceiling. The value it tells
+    to set is the one :func:`ll_recommendations` recommends (``goal="limit"``): the ceiling, lowered to
+    ``engine_cap`` and to the nearest ``num_ranks x T % 4 == 0``, written as it is typed."""
     if ceiling is None or tokens <= ceiling:
         return []
+    best = min(ceiling, engine_cap) if engine_cap is not None else ceiling
+    while best > 1 and not tma_ok(num_ranks, best):
+        best -= 1
     return [Finding(
         severity="error", code=code,
         message=f"the low-latency RDMA buffer for T = {format_int(tokens)} is {format_bytes(hint)}: DeepEP's Buffer "
                 f"asserts num_rdma_bytes / 16 < INT_MAX (< 32 GiB, {DEEPEP} csrc/legacy/buffer.hpp:112 @dd758ca); "
-                f"the largest {knob} for hidden {hidden}, {num_ranks} ranks, {num_experts} experts is "
-                f"{format_int(ceiling)}" + (" (EPLB's redundant experts count here, cf. vLLM issue #57894)"
-                                            if redundant else ""),
-        data={"tokens": tokens, "num_rdma_bytes": hint, "max_tokens": ceiling})]
+                f"the largest {knob} for hidden {hidden}, {num_ranks} ranks, {num_experts} experts is {ceiling}"
+                + (" (EPLB's redundant experts count here, cf. vLLM issue #57894)" if redundant else "")
+                + f": set {knob}={best}",
+        data={"tokens": tokens, "num_rdma_bytes": hint, "max_tokens": ceiling, "recommended": best})]
 
 
 def without_backend_ceiling(findings) -> list[Finding]:

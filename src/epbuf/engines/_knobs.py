@@ -11,6 +11,12 @@ from ..errors import InvalidArgumentError, Problem
 
 __all__ = ["SOURCES", "Knob", "Setting", "EngineProblem", "parse_knob", "resolve_settings"]
 
+#: The widest integer any engine setting reaches upstream (C++ ``int64_t`` / ``long``); Python
+#: engines accept more, but every size they compute ends in a 64-bit integer.
+INT_SETTING_MAX = (1 << 63) - 1
+#: Nesting a JSON setting may have (real ones nest 2-3 deep; 10,000 deep overflows the parser's stack).
+MAX_JSON_DEPTH = 64
+
 # Where a setting's value came from.
 SOURCES = ("flag", "env", "default", "model", "derived")
 
@@ -34,6 +40,16 @@ class EngineProblem(Problem):
 
 def _fail(label: str, value: object, allowed: str) -> None:
     raise InvalidArgumentError([EngineProblem(label, value, allowed)])
+
+
+def _shown(value: object, limit: int = 60) -> object:
+    """``value`` for an error line: long text cut to ``limit`` characters with the total length,
+    integers of hundreds of digits named by their length."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"<an integer of {len(str(abs(value))) if value.bit_length() < 14000 else 'thousands of'} digits>"
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]}... ({len(value):,} characters)"
+    return value
 
 
 class Knob(Record):
@@ -89,7 +105,7 @@ class Knob(Record):
         if self.kind == "flag":
             return "a flag without a value" if not self.is_env else "0 or 1"
         if self.kind in ("int", "float"):
-            what = "an integer" if self.kind == "int" else "a number"
+            what = "an integer" if self.kind == "int" else "a finite number"
             if self.lo is not None and self.hi is not None:
                 return f"{what} in {self.lo}..{self.hi}"
             if self.lo is not None:
@@ -101,9 +117,13 @@ class Knob(Record):
 
 
 def _parse_int(text: str) -> int | None:
+    """ASCII decimal digits with an optional sign (what ``int()``, ``std::stoi`` and ``strtol`` all
+    accept), else ``None``. ``str.isdigit`` alone would pass ``'²'``, which ``int()`` rejects; a
+    value of more than 19 digits is beyond every setting's 64-bit range and is not converted
+    (``int()`` refuses 4,301 digits and more)."""
     text = text.strip()
     body = text[1:] if text[:1] in "+-" else text
-    if not body.isdigit():  # no underscores, blanks or other digits: what every engine's int() accepts
+    if not (body.isascii() and body.isdigit()) or len(body.lstrip("0")) > 19:
         return None
     return int(text)
 
@@ -137,16 +157,24 @@ def parse_knob(knob: Knob, raw: object) -> object:
         if isinstance(raw, bool):
             _fail(knob.label, raw, allowed)
         value = raw if isinstance(raw, int) else _parse_int(str(raw))
-        if value is None or (knob.lo is not None and value < knob.lo) or (knob.hi is not None and value > knob.hi):
-            _fail(knob.label, raw, allowed)
+        hi = knob.hi if knob.hi is not None else INT_SETTING_MAX
+        if value is None or (knob.lo is not None and value < knob.lo) or value > hi:
+            if value is not None and value > hi and knob.hi is None:
+                allowed += f"; at most {INT_SETTING_MAX} (64-bit)"
+            _fail(knob.label, _shown(raw), allowed)
         return value
     if kind == "float":
+        import math
+
+        if isinstance(raw, bool):
+            _fail(knob.label, raw, allowed)
         try:
-            value = float(raw)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            _fail(knob.label, raw, allowed)
-        if value != value or (knob.lo is not None and value < knob.lo) or (knob.hi is not None and value > knob.hi):
-            _fail(knob.label, raw, allowed)
+            value = float(raw) if isinstance(raw, (int, float)) else float(str(raw).strip())
+        except (TypeError, ValueError, OverflowError):
+            _fail(knob.label, _shown(raw), allowed)
+        if not math.isfinite(value) or (knob.lo is not None and value < knob.lo) or \
+                (knob.hi is not None and value > knob.hi):
+            _fail(knob.label, _shown(raw), allowed)
         return value
     if kind == "choice":
         value = str(raw).strip()
@@ -156,31 +184,68 @@ def parse_knob(knob: Knob, raw: object) -> object:
     if kind == "json":
         if isinstance(raw, dict):
             return raw
-        return _load_json(knob.label, str(raw))
+        return load_json(knob.label, str(raw))
     return str(raw)
 
 
-def _load_json(label: str, text: str) -> dict:
-    """JSON text, or the path of a JSON file (SGLang's ``load_json_config`` accepts both)."""
-    import json
-    import os
+def _json_depth(text: str) -> int:
+    """The deepest ``[``/``{`` nesting of JSON ``text``, strings skipped — checked before parsing, so
+    10,000 nested brackets give one line instead of ``RecursionError``."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_JSON_DEPTH:
+                    return deepest
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
+
+def load_json(label: str, text: str) -> dict:
+    """JSON text, or the path of a JSON file (SGLang's ``load_json_config`` accepts both). Files are
+    read only when regular and at most 64 MiB (``models.MAX_CONFIG_BYTES``); nesting beyond
+    :data:`MAX_JSON_DEPTH` and integers of more than 4,300 digits are refused with one line."""
     body = text
     looks_like_json = text.lstrip()[:1] in ("{", "[")
     if not looks_like_json:
-        if not os.path.isfile(text):
-            _fail(label, text, "allowed a JSON object, or the path of a file holding one (no such file)")
-        try:
-            with open(text, encoding="utf-8") as f:
-                body = f.read()
-        except OSError as error:
-            _fail(label, text, f"allowed a readable JSON file ({error.strerror})")
+        from ..models import _read_config_text  # regular files only, size-capped
+
+        body = _read_config_text(text, lambda why: InvalidArgumentError(
+            [EngineProblem(label, _shown(text), "allowed a JSON object, or the path of a JSON file: "
+                          + why.replace("; give a config.json file", "").replace("a config.json", "a JSON setting"))]))
+    return parse_json_object(label, body, shown=text)
+
+
+def parse_json_object(label: str, body: str, *, shown: str | None = None) -> dict:
+    """``body`` parsed as one JSON object; ``shown`` is what the user gave (text or path) for the
+    error line. Nesting beyond :data:`MAX_JSON_DEPTH` and integers beyond ``int()``'s digit limit
+    are one line, not ``RecursionError`` / ``ValueError``."""
+    import json
+
+    shown = body if shown is None else shown
+    if _json_depth(body) > MAX_JSON_DEPTH:
+        _fail(label, _shown(shown), f"allowed a JSON object nested at most {MAX_JSON_DEPTH} deep")
     try:
         data = json.loads(body)
-    except ValueError as error:
-        _fail(label, text, f"allowed a JSON object ({error.msg} at line {error.lineno} column {error.colno})")
+    except json.JSONDecodeError as error:
+        _fail(label, _shown(shown), f"allowed a JSON object ({error.msg} at line {error.lineno} column {error.colno})")
+    except (ValueError, RecursionError) as error:  # int() digit limit; a stack limit lower than our depth
+        _fail(label, _shown(shown), f"allowed a JSON object ({str(error).split(';')[0]})")
     if not isinstance(data, dict):
-        _fail(label, text, f"allowed a JSON object, not {type(data).__name__}")
+        _fail(label, _shown(shown), f"allowed a JSON object, not {type(data).__name__}")
     return data
 
 

@@ -12,6 +12,13 @@ Upstream ``NVIDIA/Megatron-LM @d98e8a64ddf3`` (2026-08-22):
   or the existing one is smaller — the buffer grows, it never shrinks.
 * ``set_deepep_num_sms`` (l.261-263) -> ``Buffer.set_num_sms``; ``_DeepepManager.__init__``
   (``token_dispatcher.py:1287-1292``) passes ``moe_flex_dispatcher_num_sms`` or 20.
+* ``TransformerConfig.__post_init__`` (``transformer_config.py:1792-1811``): the deprecated
+  ``moe_deepep_num_sms`` / ``moe_hybridep_num_sms`` (:969, :973) are routed to
+  ``moe_flex_dispatcher_num_sms`` (:964) only when it is ``None`` — an explicit flex value wins, with a
+  deprecation warning; ``ValueError`` only when the two deprecated knobs disagree and the flex one is unset.
+* Latent MoE (``--moe-latent-size``, ``transformer_config.py:952``): ``MoELayer`` projects the tokens
+  to ``moe_latent_size`` before dispatch (``moe_layer.py:488-490``), so ``get_hidden_bytes`` sees the
+  latent width; ``arguments.py:1980-1981`` asserts it is positive.
 * ``MoEFlexTokenDispatcher.__init__`` (``token_dispatcher.py:1835-1842``): the group is
   ``tp_ep_group`` (expert TP x EP ranks) and ``assert self.tp_size * self.ep_size > 1``;
   ``expert_tensor_parallel_size`` defaults to ``tensor_model_parallel_size``
@@ -50,8 +57,12 @@ KNOBS = (
          source=f"{REPO} {CONFIG}", help="flex dispatcher backend"),
     Knob(name="--moe-flex-dispatcher-num-sms", kind="int", lo=2, source=f"{REPO} {CONFIG}:964",
          help="SMs for DeepEP (even; default 20)"),
-    Knob(name="--moe-deepep-num-sms", kind="int", lo=2, source=f"{REPO} {CONFIG}:970",
-         help="deprecated spelling of --moe-flex-dispatcher-num-sms"),
+    Knob(name="--moe-deepep-num-sms", kind="int", lo=2, source=f"{REPO} {CONFIG}:969",
+         help="deprecated: routed to --moe-flex-dispatcher-num-sms when that is unset"),
+    Knob(name="--moe-hybridep-num-sms", kind="int", lo=2, source=f"{REPO} {CONFIG}:973",
+         help="deprecated: routed to --moe-flex-dispatcher-num-sms when that is unset (sizes DeepEP too)"),
+    Knob(name="--moe-latent-size", kind="int", lo=1, source=f"{REPO} {CONFIG}:952; megatron/training/arguments.py:1980",
+         help="latent MoE: tokens are dispatched at this width (moe_layer.py:488-490)"),
     Knob(name="--tensor-model-parallel-size", kind="int", lo=1, default=1, source=f"{REPO} {CONFIG}",
          help="TP size (the default expert TP size)"),
     Knob(name="--expert-tensor-parallel-size", kind="int", lo=1, source=f"{REPO} megatron/training/arguments.py:587",
@@ -61,23 +72,40 @@ KNOBS = (
 )
 
 
-def _num_sms(ctx: EngineContext) -> tuple[int, Setting]:
-    flex, old = ctx.setting("--moe-flex-dispatcher-num-sms"), ctx.setting("--moe-deepep-num-sms")
-    if flex.value is not None and old.value is not None and flex.value != old.value:
-        raise InvalidArgumentError([EngineProblem(
-            "--moe-deepep-num-sms", old.value,
-            f"conflicts with --moe-flex-dispatcher-num-sms = {flex.value} (TransformerConfig.__post_init__ raises "
-            "ValueError); give one")])
+def _num_sms(ctx: EngineContext) -> tuple[int, Setting, list[Finding]]:
+    """``moe_flex_dispatcher_num_sms`` after ``TransformerConfig.__post_init__`` (CONFIG:1792-1811), or 20.
+
+    Raises:
+        InvalidArgumentError: the two deprecated knobs disagree while the flex one is unset
+            (upstream's ``ValueError``); an odd count (``Buffer.set_num_sms`` asserts it is even).
+    """
+    flex = ctx.setting("--moe-flex-dispatcher-num-sms")
+    deprecated = {name: ctx.value(name) for name in ("--moe-deepep-num-sms", "--moe-hybridep-num-sms")
+                  if ctx.value(name) is not None}
+    findings = []
+    if deprecated:
+        findings.append(Finding(
+            severity="warning", code="megatron.deprecated-num-sms",
+            message=f"{', '.join(deprecated)} is deprecated; use --moe-flex-dispatcher-num-sms "
+                    + ("(it is set and wins)" if flex.value is not None else "(the value is routed to it)")
+                    + f" ({CONFIG}:1792-1811)", data={"deprecated": deprecated}))
     value, note = DEFAULT_NUM_SMS, "None -> 20 (_DeepepManager.__init__)"
     if flex.value is not None:
         value, note = flex.value, "--moe-flex-dispatcher-num-sms"
-    elif old.value is not None:
-        value, note = old.value, "--moe-deepep-num-sms (deprecated, routed to --moe-flex-dispatcher-num-sms)"
+    elif deprecated:
+        if len(set(deprecated.values())) > 1:
+            raise InvalidArgumentError([EngineProblem(
+                "--moe-hybridep-num-sms", deprecated.get("--moe-hybridep-num-sms"),
+                f"conflicts with --moe-deepep-num-sms = {deprecated.get('--moe-deepep-num-sms')}: "
+                f"TransformerConfig.__post_init__ raises ValueError ({CONFIG}:1805-1810); set one "
+                "--moe-flex-dispatcher-num-sms")])
+        name, value = next(iter(deprecated.items()))
+        note = f"{name} (deprecated, routed to moe_flex_dispatcher_num_sms)"
     if value % 2:
         raise InvalidArgumentError([EngineProblem(note.split(" ")[0] if note.startswith("--") else
                                                   "--moe-flex-dispatcher-num-sms", value,
                                                   "must be even: DeepEP's Buffer.set_num_sms asserts num_sms % 2 == 0")])
-    return value, Setting(name="num_sms", value=value, source="derived", note=note)
+    return value, Setting(name="num_sms", value=value, source="derived", note=note), findings
 
 
 def _group(ctx: EngineContext) -> tuple[int, Setting]:
@@ -89,13 +117,13 @@ def _group(ctx: EngineContext) -> tuple[int, Setting]:
         size = etp * ep
         if ctx.num_ranks is not None and ctx.num_ranks != size:
             raise InvalidArgumentError([EngineProblem(
-                "--ranks", ctx.num_ranks, f"the DeepEP group is expert TP x EP = {etp} x {ep} = {size}; "
-                                          "drop one or make them agree")])
+                ctx.ranks_flag, ctx.num_ranks, f"the DeepEP group is expert TP x EP = {etp} x {ep} = {size}; "
+                                               "drop one or make them agree")])
         return size, Setting(name="DeepEP group size (tp_ep)", value=size, source="derived",
                              note=f"expert TP {etp} x EP {ep}")
     if ctx.num_ranks is not None:
         return ctx.num_ranks, Setting(name="DeepEP group size (tp_ep)", value=ctx.num_ranks, source="flag",
-                                      note="--ranks")
+                                      note=ctx.ranks_flag)
     return 8, Setting(name="DeepEP group size (tp_ep)", value=8, source="default",
                       note="epbuf's default (pass --expert-model-parallel-size)")
 
@@ -121,9 +149,11 @@ def recipe(ctx: EngineContext) -> EngineReport:
         raise InvalidArgumentError([EngineProblem("--expert-model-parallel-size", num_ranks,
                                                   f"DeepEP dispatcher requires TPxEP > 1 ({DISPATCHER}:1836)")])
     per_node, num_nodes = topology(ctx, num_ranks)
-    num_sms, sms_setting = _num_sms(ctx)
+    num_sms, sms_setting, sms_findings = _num_sms(ctx)
     version = deepep_v1.get_version(ctx.backend_version)
-    hidden_bytes = deepep_v1.get_hidden_bytes(ctx.hidden, True)  # hidden x max(element size, 2), FP8 or BF16
+    latent = ctx.value("--moe-latent-size")
+    width = latent if latent is not None else ctx.hidden  # moe_layer.py:488-490: dispatch at the latent width
+    hidden_bytes = deepep_v1.get_hidden_bytes(width, True)  # width x max(element size, 2), FP8 or BF16
 
     def hints(sms: int) -> tuple[list[Region], list[Region]]:
         nvl, rdma = [], []
@@ -149,11 +179,12 @@ def recipe(ctx: EngineContext) -> EngineReport:
     nvl_bytes = buffers[0].num_bytes
     rdma_bytes = buffers[1].num_bytes if len(buffers) > 1 else 0
     limits = _deepep.constructor_limits(nvl_bytes, rdma_bytes, num_ranks, False)
-    findings = limit_findings("megatron", limits, {_deepep.RANKS_LIMIT: _deepep.RANKS_CONSEQUENCE})
+    findings = limit_findings("megatron", limits, {_deepep.RANKS_LIMIT: _deepep.RANKS_CONSEQUENCE}) + sms_findings
     findings += [
         Finding(severity="info", code="megatron.hidden-bytes",
-                message=f"hidden_bytes = hidden x max(element size, 2) = {format_int(hidden_bytes)} "
-                        f"({FUSED}:24-33): FP8 and BF16 activations size the same buffers", data={}),
+                message=f"hidden_bytes = {'moe_latent_size' if latent is not None else 'hidden'} x max(element size, 2) "
+                        f"= {format_int(hidden_bytes)} ({FUSED}:24-33): FP8 and BF16 activations size the same buffers",
+                data={}),
         Finding(severity="info", code="megatron.grow-only",
                 message="get_buffer reallocates only when a call needs more; with MoE layers of different hidden "
                         "sizes the largest one sizes the buffer", data={}),
@@ -177,12 +208,14 @@ def recipe(ctx: EngineContext) -> EngineReport:
                                 message="--max-tokens-under-load does not change Megatron's DeepEP buffers", data={}))
     settings = [*ctx.base_settings, group_setting, sms_setting,
                 Setting(name="nodes x GPUs per node", value=f"{num_nodes} x {per_node}", source="derived"),
-                Setting(name="hidden_bytes", value=hidden_bytes, source="derived", note="hidden x max(element size, 2)")]
+                Setting(name="hidden_bytes", value=hidden_bytes, source="derived",
+                        note=("--moe-latent-size (moe_layer.py:488-490)" if latent is not None else "hidden")
+                             + " x max(element size, 2)")]
     settings += [st for st in ctx.settings.values() if st.value is not None]
     rep = Report(
         backend="megatron/deepep", title="Megatron-LM flex dispatcher (deepep): fused_a2a.get_buffer",
         upstream=f"{REPO} {FUSED}; DeepEP @{version.short}",
-        inputs={"hidden": ctx.hidden, "hidden_bytes": hidden_bytes, "num_ranks": num_ranks, "num_nodes": num_nodes,
+        inputs={"hidden": ctx.hidden, "dispatch_width": width, "hidden_bytes": hidden_bytes, "num_ranks": num_ranks, "num_nodes": num_nodes,
                 "num_sms": num_sms, "deepep_version": version.id},
         buffers=tuple(buffers),
         quantities=(Quantity(name="num_qps_per_rank", value=24, source="DeepEP Buffer default"),

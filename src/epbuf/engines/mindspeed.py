@@ -4,8 +4,18 @@ Upstream ``Ascend/MindSpeed @028de58c`` (2026-07-21): ``mindspeed/core/hccl_buff
 hccl_adaptive_func.py:78-359`` ``hccl_buffer_auto_adaptive`` (per-group MB from sequence,
 micro-batch, hidden and parallel sizes), ``_parse_key_value_string`` (:8-67, ``--hccl-group-buffer``),
 ``adaptor.py:16-27`` (the per-group value is applied only with ``--hccl-group-buffer-adaptive``);
-the legacy copy in ``mindspeed/core/parallel_state.py:75-303`` applies either. Each group is a
-communicator whose window is ``2 x hccl_buffer_size`` (:mod:`epbuf.engines._hccl`).
+the legacy copy in ``mindspeed/core/parallel_state.py:75-303`` applies either, splits
+``--hccl-group-buffer`` on ``;`` only (:86) and gives ``tp_exp`` the ``exp`` value (:183, :189).
+Each group is a communicator whose window is ``2 x hccl_buffer_size`` (:mod:`epbuf.engines._hccl`).
+
+The table is keyed by group *name* (``get_nccl_options(pg_name)``), and the names come from
+Megatron-LM. MindSpeed @028de58c pins Megatron ``core_v0.12.1`` (``README.md:95-100``), whose expert
+groups are ``ep``, ``ep_tp``, ``tp_ep_mp``, ``tp_ep_pp`` and ``ep_dp``
+(``megatron/core/parallel_state.py:1132-1196 @core_v0.12.1``): the adaptive keys ``exp``, ``tp_exp``
+and ``mp_exp`` match nothing there, so those groups take ``HCCL_BUFFSIZE``. Megatron
+``core_r0.8.0``/``core_r0.9.0`` name them ``exp``, ``tp_exp``, ``mp_exp`` (``--megatron-version
+core_r0.8.0``). ``core_v0.12.1`` also requires expert TP x EP x PP to divide the world size
+(``parallel_state.py:694-702``).
 """
 
 from __future__ import annotations
@@ -16,7 +26,7 @@ from ..errors import InvalidArgumentError
 from ..report import Finding, Quantity, Report
 from ..units import MiB, format_bytes
 from .._search import largest_true
-from ._common import EngineContext
+from ._common import EngineContext, limit, limit_findings
 from ._hccl import hccl_knob, hccl_window, npu_budget_findings
 from ._knobs import EngineProblem, Knob, Setting
 from ._report import EngineReport, Recommendation
@@ -30,6 +40,16 @@ MS_KEYS = ("dp", "dp_cp", "cp", "mp", "mp_exp", "tp", "pp", "embd", "tp_dp_cp", 
            "tp_ep_mp", "exp", "ep", "dp_modulo_exp", "pp_new_stream", "cp2", "cp_ulysses", "cp_ring", "cp_ring_intra",
            "cp_ring_intra_overlap", "nd1_dim1", "ag_x_sd_rcv_overlap", "nd1_dim2", "ag_y_sd_rcv_overlap", "nd2_dim1",
            "nd2_dim2", "default_group")
+#: ``parse_hccl_buffer_string`` allowed keys of the legacy path (MS_LEGACY:80-83).
+MS_LEGACY_KEYS = ("dp", "dp_cp", "cp", "mp", "mp_exp", "tp", "pp", "embd", "tp_dp_cp", "tp_dp", "tp_cp", "tp_exp",
+                  "exp", "dp_modulo_exp", "pp_new_stream", "cp2", "cp_ulysses", "cp_ring", "cp_ring_intra",
+                  "cp_ring_intra_overlap", "nd1_dim1", "ag_x_sd_rcv_overlap", "nd1_dim2", "ag_y_sd_rcv_overlap",
+                  "nd2_dim1", "nd2_dim2")
+MEGATRON_V012 = "NVIDIA/Megatron-LM @core_v0.12.1 megatron/core/parallel_state.py"
+#: Megatron-LM versions by how they name the expert groups (``get_nccl_options`` keys).
+MEGATRON_VERSIONS = ("core_v0.12.1", "core_r0.8.0")
+#: ``hccl_buffer_size`` reaches ``HcclCommConfig.hcclBufferSize``, a ``uint32_t`` of MB.
+MAX_GROUP_MB = (1 << 32) - 1
 
 VERSIONS = {
     "main": f"{MS} feature manager ({MS_FUNC}, {MS_ADAPTOR}): per-group values apply only with "
@@ -41,8 +61,8 @@ VERSIONS = {
 KNOBS = (
     Knob(name="--hccl-group-buffer-adaptive", kind="flag", default=False, source=f"{MS} {MS_FUNC}",
          help="compute per-group HCCL buffers"),
-    Knob(name="--hccl-ep-group-buffer-adaptive-factor", kind="float", default=-1.0, source=f"{MS} {MS_FUNC}",
-         help="> 0 enables the MoE/EP formulas (load-imbalance factor)"),
+    Knob(name="--hccl-ep-group-buffer-adaptive-factor", kind="float", default=-1.0,
+         source=f"{MS} {MS_FUNC}", help="> 0 enables the MoE/EP formulas (load-imbalance factor)"),
     Knob(name="--hccl-group-buffer", kind="text", source=f"{MS} {MS_FUNC}:8-67",
          help="manual 'group:MB;group:MB' values"),
     Knob(name="--seq-length", kind="int", lo=1, default=4096, default_note="epbuf's default (pass yours)",
@@ -52,6 +72,13 @@ KNOBS = (
     Knob(name="--pipeline-model-parallel-size", kind="int", lo=1, default=1, help="PP"),
     Knob(name="--context-parallel-size", kind="int", lo=1, default=1, help="CP"),
     Knob(name="--expert-model-parallel-size", kind="int", lo=1, default=1, help="EP"),
+    Knob(name="--expert-tensor-parallel-size", kind="int", lo=1,
+         source=f"{MEGATRON_V012}:694-695 (None -> tensor_model_parallel_size)",
+         help="expert TP (core_v0.12.1; default: TP)"),
+    Knob(name="--megatron-version", kind="choice", default="core_v0.12.1", choices=MEGATRON_VERSIONS,
+         default_note="MindSpeed @028de58c pins Megatron-LM core_v0.12.1 (README.md:95-100)",
+         help="epbuf's flag: the Megatron-LM under MindSpeed; core_v0.12.1 names the expert groups ep / ep_tp / "
+              "tp_ep_mp / tp_ep_pp / ep_dp, core_r0.8.0 exp / tp_exp / mp_exp"),
     Knob(name="--data-parallel-size", kind="int", lo=1, default=1,
          help="epbuf's flag: DP size (Megatron derives it from the world size)"),
     Knob(name="--moe-token-dispatcher-type", kind="choice", default="allgather",
@@ -76,8 +103,10 @@ def mindspeed_adaptive(*, seq_length: int, micro_batch_size: int, hidden_size: i
                        context_parallel_algo: str | None, num_attention_heads: int | None = None,
                        group_query_attention: bool = False, num_query_groups: int | None = None,
                        cp_window_size: int = 1, use_cp_send_recv_overlap: bool = False,
-                       ulysses_degree_in_cp: int | None = None) -> dict[str, int]:
-    """``hccl_buffer_auto_adaptive`` (``hccl_adaptive_func.py:78-359``): group key -> MB.
+                       ulysses_degree_in_cp: int | None = None, legacy: bool = False) -> dict[str, int]:
+    """``hccl_buffer_auto_adaptive`` (``hccl_adaptive_func.py:78-359``): group key -> MB. With
+    ``legacy`` the copy in ``mindspeed/core/parallel_state.py:108-250``, which stores the ``exp``
+    value as ``tp_exp`` where the feature-manager copy stores the ``tp_exp`` formula (:183, :189).
 
     Reproduces upstream's float arithmetic in its order (``math.ceil`` of true divisions), so
     the values are upstream's to the MB.
@@ -106,9 +135,9 @@ def mindspeed_adaptive(*, seq_length: int, micro_batch_size: int, hidden_size: i
     # :159-172: the factor only switches the EP formula on; it does not multiply it
     g["exp"] = 2 * math.ceil(S / CP / TP * B * H / 1024 / 1024 * k) if f > 0 else 200
     if moe_token_dispatcher_type == "allgather":  # :177-191
-        g["tp_exp"] = 2 * math.ceil(f * S / CP * B * H * EP / 1024 / 1024) if f > 0 else 200
+        g["tp_exp"] = g["exp"] if legacy else 2 * math.ceil(f * S / CP * B * H * EP / 1024 / 1024) if f > 0 else 200
     elif moe_token_dispatcher_type == "alltoall_seq" and moe_tp_extend_ep:  # :192-209
-        g["tp_exp"] = 2 * math.ceil(f * S / CP / TP * B * H * k / 1024 / 1024) if f > 0 else 200
+        g["tp_exp"] = g["exp"] if legacy else 2 * math.ceil(f * S / CP / TP * B * H * k / 1024 / 1024) if f > 0 else 200
     g["tp_cp"] = 10  # :212
     if context_parallel_algo in ("ulysses_cp_algo", None):  # :218-228
         g["cp"] = 2 * math.ceil(S / CP * B * H / TP / 1024 / 1024)
@@ -150,24 +179,31 @@ def mindspeed_adaptive(*, seq_length: int, micro_batch_size: int, hidden_size: i
     return g
 
 
-def parse_group_buffer(text: str) -> dict[str, int]:
+def parse_group_buffer(text: str, legacy: bool = False) -> dict[str, int]:
     """``_parse_key_value_string`` (``hccl_adaptive_func.py:8-67``): ``"tp:56;exp:448"`` (``,`` also
-    separates when present). Raises :class:`InvalidArgumentError` where MindSpeed raises RuntimeError."""
+    separates when present). ``legacy``: ``parse_hccl_buffer_string`` (``parallel_state.py:75-105``),
+    which splits on ``;`` only and allows fewer keys. Raises :class:`InvalidArgumentError` where
+    MindSpeed raises RuntimeError."""
     out: dict[str, int] = {}
     if not text:
         return out
-    parts = text.split(";") if "," not in text else text.split(",")
+    keys = MS_LEGACY_KEYS if legacy else MS_KEYS
+    parts = text.split(";") if legacy or "," not in text else text.split(",")
     for part in parts:
         kv = part.split(":")
         if len(kv) != 2:
             raise InvalidArgumentError([EngineProblem("--hccl-group-buffer", text,
                                                       "expected 'key:value' pairs separated by ';' (MindSpeed raises "
-                                                      "RuntimeError)")])
+                                                      "RuntimeError" + ("; the legacy path splits on ';' only, "
+                                                                        "parallel_state.py:86)" if legacy else ")"))])
         key, value_text = kv[0].strip().replace(" ", ""), kv[1].strip().replace(" ", "")
-        if key not in MS_KEYS:
+        if key not in keys:
             raise InvalidArgumentError([EngineProblem("--hccl-group-buffer", text,
-                                                      f"key {key!r} is not allowed; keys: {', '.join(MS_KEYS)}")])
+                                                      f"key {key!r} is not allowed; keys: {', '.join(keys)}")])
+        body = value_text[1:] if value_text[:1] in "+-" else value_text
         try:
+            if not (body.isascii() and body.isdigit()) or len(body) > 20:
+                raise ValueError(value_text)
             value = int(value_text)
         except ValueError:
             raise InvalidArgumentError([EngineProblem("--hccl-group-buffer", text,
@@ -176,30 +212,57 @@ def parse_group_buffer(text: str) -> dict[str, int]:
         if value <= 0:
             raise InvalidArgumentError([EngineProblem("--hccl-group-buffer", text,
                                                       f"value {value} for key {key!r} must be greater than 0")])
+        if value > MAX_GROUP_MB:
+            raise InvalidArgumentError([EngineProblem("--hccl-group-buffer", text,
+                                                      f"value {value} for key {key!r} is beyond the uint32 MB of "
+                                                      f"HcclCommConfig.hcclBufferSize (at most {MAX_GROUP_MB})")])
         out[key] = value
     return out
 
 
-def _ms_group_sizes(s: dict, ep: int) -> dict[str, int]:
-    """Ranks in each Megatron group a device belongs to (epbuf counts the groups of size > 1)."""
+def _ms_group_sizes(s: dict, ep: int) -> tuple[dict[str, int], int, int]:
+    """Ranks in each Megatron group a device belongs to, by the group names of ``--megatron-version``
+    (epbuf counts the groups of size > 1), the world size and expert TP x EP x PP.
+
+    ``core_v0.12.1`` (``parallel_state.py:694-702, 1129-1196``): ``ep`` = EP, ``ep_tp`` = expert TP,
+    ``tp_ep_mp`` = expert TP x EP, ``tp_ep_pp`` = expert TP x EP x PP, ``ep_dp`` = world / (expert
+    TP x EP x PP). ``core_r0.8.0``: ``exp`` = EP, ``tp_exp`` = TP x EP, ``mp_exp`` = TP x EP x PP."""
     tp, pp, cp, dp = (s[k].value for k in ("--tensor-model-parallel-size", "--pipeline-model-parallel-size",
                                            "--context-parallel-size", "--data-parallel-size"))
-    sizes = {"tp": tp, "pp": pp, "cp": cp, "exp": ep, "tp_exp": tp * ep, "mp": tp * pp, "mp_exp": tp * ep * pp,
-             "tp_cp": tp * cp, "dp": dp, "dp_cp": dp * cp}
-    return sizes
+    etp = s["--expert-tensor-parallel-size"].value or tp
+    world = tp * pp * cp * dp
+    sizes = {"tp": tp, "pp": pp, "cp": cp, "mp": tp * pp, "tp_cp": tp * cp, "dp": dp, "dp_cp": dp * cp}
+    if s["--megatron-version"].value == "core_r0.8.0":
+        sizes.update(exp=ep, tp_exp=tp * ep, mp_exp=tp * ep * pp)
+        return sizes, world, tp * ep * pp
+    etp_ep_pp = etp * ep * pp
+    sizes.update(ep=ep, ep_tp=etp, tp_ep_mp=etp * ep, tp_ep_pp=etp_ep_pp)
+    if world % etp_ep_pp == 0:
+        sizes["ep_dp"] = world // etp_ep_pp
+    return sizes, world, etp_ep_pp
 
 
 def recipe(ctx: EngineContext) -> EngineReport:
     """Per-group HCCL buffers of MindSpeed and the HCCL memory they take per NPU: each group a
     device belongs to (of more than one rank) is a communicator of ``2 x hccl_buffer_size`` MB;
-    groups without a value use ``HCCL_BUFFSIZE``."""
+    groups without a value — by name, see :func:`_ms_group_sizes` — use ``HCCL_BUFFSIZE``.
+
+    An expert TP x EP x PP that does not divide the world size (Megatron ``core_v0.12.1``
+    ``parallel_state.py:699-702`` raises RuntimeError) is a broken limit with an ``error`` finding;
+    the groups that exist are still sized.
+
+    Raises:
+        InvalidArgumentError: a malformed ``--hccl-group-buffer``; a factor whose group values pass
+            the ``uint32`` MB of ``HcclCommConfig.hcclBufferSize``.
+    """
     s = ctx.settings
     ep = s["--expert-model-parallel-size"].value
     if ctx.num_ranks is not None and s["--expert-model-parallel-size"].source == "default":
         ep = ctx.num_ranks
     adaptive, factor = s["--hccl-group-buffer-adaptive"].value, s["--hccl-ep-group-buffer-adaptive-factor"].value
     manual_text = s["--hccl-group-buffer"].value
-    manual = parse_group_buffer(manual_text) if manual_text else {}
+    legacy = ctx.version == "legacy"
+    manual = parse_group_buffer(manual_text, legacy) if manual_text else {}
     findings: list[Finding] = []
 
     def values_for(f: float) -> dict[str, int]:
@@ -213,7 +276,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
             num_attention_heads=s["--num-attention-heads"].value,
             group_query_attention=s["--group-query-attention"].value, num_query_groups=s["--num-query-groups"].value,
             cp_window_size=s["--cp-window-size"].value, use_cp_send_recv_overlap=s["--use-cp-send-recv-overlap"].value,
-            ulysses_degree_in_cp=s["--ulysses-degree-in-cp"].value)
+            ulysses_degree_in_cp=s["--ulysses-degree-in-cp"].value, legacy=legacy)
 
     applied = adaptive or (ctx.version == "legacy" and bool(manual))
     if ctx.version == "main" and manual and not adaptive:
@@ -223,7 +286,24 @@ def recipe(ctx: EngineContext) -> EngineReport:
                                         f"({MS_ADAPTOR}); use --engine-version legacy for the legacy path",
                                 data={}))
     default = s["HCCL_BUFFSIZE"].value
-    sizes = _ms_group_sizes(s, ep)
+    sizes, world, etp_ep_pp = _ms_group_sizes(s, ep)
+    megatron = s["--megatron-version"].value
+    limits = [limit("world size % (expert TP x EP x PP)", world % etp_ep_pp, "==", 0,
+                    f"{MEGATRON_V012}:696-702 (decoder world_size not divisible by expert_tensor_model_pipeline_parallel "
+                    "size: RuntimeError)")]
+    try:
+        computed = values_for(factor)
+    except OverflowError:  # f x S beyond float range: MindSpeed's math.ceil(inf) raises too
+        raise InvalidArgumentError([EngineProblem("--hccl-ep-group-buffer-adaptive-factor", factor,
+                                                  "gives group sizes beyond float range (OverflowError)")]) from None
+    too_big = {k: v for k, v in computed.items() if v > MAX_GROUP_MB}
+    if adaptive and too_big:
+        scaled = {k for k in too_big if k == "tp_exp" or (k == "tp" and s["--moe-token-dispatcher-type"].value
+                                                          == "alltoall_seq")}
+        label, value = (("--hccl-ep-group-buffer-adaptive-factor", factor) if factor > 0 and scaled == set(too_big)
+                        else ("--seq-length", s["--seq-length"].value))
+        raise InvalidArgumentError([EngineProblem(label, value, f"gives {' / '.join(too_big)} buffers above the uint32 "
+                                                                f"MB of hcclBufferSize (at most {MAX_GROUP_MB})")])
 
     def table(f: float) -> dict[str, int]:
         vals = values_for(f) if adaptive else {}
@@ -245,26 +325,37 @@ def recipe(ctx: EngineContext) -> EngineReport:
                                    f"hccl_buffer_size = {mb} MB ({origin})", f"{MS} {MS_FUNC}" if origin != "HCCL_BUFFSIZE"
                                    else "CANN HCCL_BUFFSIZE"))
     quantities = [Quantity(name=f"group_buffer_mb.{key}", value=v, unit="MiB", source=f"{MS} {MS_FUNC}")
-                  for key, v in sorted(values_for(factor).items())]
-    if adaptive and factor <= 0:
-        findings.append(Finding(severity="info", code="mindspeed.factor-off",
-                                message="--hccl-ep-group-buffer-adaptive-factor <= 0 (default -1): the MoE/EP groups "
-                                        "get the constant 200 MB", data={}))
-    if adaptive and factor > 0:
-        findings.append(Finding(severity="info", code="mindspeed.exp-factor-unused",
-                                message="the exp (EP) group formula only checks factor > 0; it does not multiply by it "
-                                        f"({MS_FUNC}:159-172)", data={}))
-    findings.append(Finding(severity="info", code="mindspeed.group-names",
-                            message="the adaptive keys are exp / tp_exp; Megatron versions that name the EP groups "
-                                    "ep / ep_tp never match them (get_nccl_options(pg_name))", data={}))
+                  for key, v in sorted(computed.items())]
+    if adaptive:
+        findings.append(Finding(severity="info", code="mindspeed.factor-off" if factor <= 0 else "mindspeed.exp-factor-unused",
+                                message="--hccl-ep-group-buffer-adaptive-factor <= 0 (default -1): the MoE/EP groups get "
+                                        "the constant 200 MB" if factor <= 0 else "the exp (EP) group formula only checks "
+                                        f"factor > 0; it does not multiply by it ({MS_FUNC}:159-172)", data={}))
+    findings += limit_findings("mindspeed", limits, {
+        "world size % (expert TP x EP x PP)": f"Megatron's initialize_model_parallel raises RuntimeError (world "
+                                              f"{world}, expert TP x EP x PP {etp_ep_pp}); the ep_dp group is not "
+                                              "counted"})
+    unmatched = sorted(k for k in vals if k in ("exp", "tp_exp", "mp_exp") and k not in sizes)
+    if megatron == "core_v0.12.1" and unmatched:
+        findings.append(Finding(
+            severity="warning", code="mindspeed.group-names",
+            message=f"{' / '.join(unmatched)} {'is' if len(unmatched) == 1 else 'are'} in the table, but Megatron "
+                    f"core_v0.12.1 names its expert groups ep / ep_tp / tp_ep_mp / tp_ep_pp / ep_dp "
+                    f"({MEGATRON_V012}:1132-1196): get_nccl_options(pg_name) never finds them, so those groups take "
+                    f"HCCL_BUFFSIZE = {default}; pass --megatron-version core_r0.8.0 for a Megatron that names them "
+                    "exp / tp_exp / mp_exp", data={"unmatched": unmatched}))
+    expert = "ep, ep_tp, tp_ep_mp, tp_ep_pp, ep_dp" if megatron == "core_v0.12.1" else "exp, tp_exp, mp_exp"
     findings.append(Finding(severity="info", code="mindspeed.groups-counted",
-                            message="counted: the tp, pp, cp, exp, tp_exp, mp, mp_exp, tp_cp, dp and dp_cp groups of "
-                                    "more than one rank; not counted: world, embd, pp_new_stream, dp_modulo_exp and "
-                                    "CP sub-groups", data={"groups": [b.name for b in buffers]}))
+                            message=f"counted: the tp, pp, cp, mp, tp_cp, dp, dp_cp and expert ({expert}) groups of "
+                                    "more than one rank; not counted: world, embd, tp_dp, tp_dp_cp, pp_new_stream, "
+                                    "dp_modulo_exp and CP sub-groups", data={"groups": [b.name for b in buffers]}))
     all_total = sum(b.num_bytes for b in buffers)
     findings += npu_budget_findings("mindspeed", ctx, all_total)
     recs = []
-    factor_matters = adaptive and (s["--moe-token-dispatcher-type"].value in ("allgather", "alltoall_seq"))
+    dispatcher = s["--moe-token-dispatcher-type"].value
+    # the factor scales tp (alltoall_seq) and tp_exp (allgather; alltoall_seq + --moe-tp-extend-ep), which only
+    # a Megatron naming its groups tp_exp applies
+    factor_matters = adaptive and (dispatcher == "alltoall_seq" or ("tp_exp" in sizes and dispatcher == "allgather"))
     if ctx.budget is not None and factor_matters:
         best = largest_true(1, 100000, lambda hundredths: total(hundredths / 100) <= ctx.budget)
         recs.append(Recommendation(setting="--hccl-ep-group-buffer-adaptive-factor",
@@ -287,7 +378,8 @@ def recipe(ctx: EngineContext) -> EngineReport:
     rep = Report(backend="mindspeed/hccl", title=f"MindSpeed per-group HCCL buffers ({ctx.version})", upstream=MS,
                  inputs={"hidden": ctx.hidden, "num_topk": ctx.num_topk, "ep": ep, "adaptive": adaptive,
                          "factor": factor, "HCCL_BUFFSIZE": default},
-                 buffers=tuple(buffers), quantities=tuple(quantities), findings=tuple(findings))
+                 buffers=tuple(buffers), quantities=tuple(quantities), findings=tuple(findings),
+                 limits=tuple(limits))
     return EngineReport(engine="mindspeed", version=ctx.version, version_note=VERSIONS[ctx.version], title=rep.title,
                         settings=tuple(settings), report=rep, recommendations=tuple(recs),
                         device_name=ctx.device_name, device_num_bytes=ctx.device_num_bytes, budget=ctx.budget)

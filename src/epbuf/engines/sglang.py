@@ -24,9 +24,14 @@ whose sizing code is the same; ``TD`` below):
 * ``DeepEPConfig`` (``--deepep-config``): JSON text or a file path (``load_json_config``) with
   ``normal_dispatch`` and ``normal_combine`` dicts of ``deep_ep.Config`` keyword arguments;
   asserts equal ``num_sms``. Without it ``num_sms = Buffer.num_sms`` (20).
-* Experts: ``moe_runner_config.num_experts = n_routed_experts + num_fused_shared_experts +
-  ep_num_redundant_experts`` (DeepSeek-style models); SGLang disables shared-experts fusion with
-  DeepEP, so the fused count is normally 0.
+* Dispatch dtype on ``auto`` (``python/sglang/srt/layers/moe/utils.py`` ``get_deepep_output_dtype``
+  @004813e1): the flag, ``SGLANG_DEEPEP_BF16_DISPATCH``, the quant config's NVFP4 / dtype, then BF16
+  for ``--moe-runner-backend`` ``flashinfer_cutedsl`` / ``cutlass`` (``humming`` in later versions), else FP8.
+* Experts: routed + ``--ep-num-redundant-experts``; with fused shared experts and DeepEP every EP rank
+  holds its own shared slots (``fused_moe_triton/layer.py`` ``FusedMoE.__init__``: ``num_shared_slots =
+  num_fused_shared_experts x moe_ep_size`` inside ``num_experts``) and tokens route to ``top_k +
+  num_fused_shared_experts`` experts — DeepSeek-V3, TP16, one fused: 256 + 16 = 272, top-k 9. Older
+  versions disabled the fusion with DeepEP (``--fused-shared-experts 0``, the default).
 * ``python/sglang/srt/server_args.py``: with ``--moe-a2a-backend deepep`` SGLang sets
   ``ep_size = tp_size`` ("The expert parallel size is adjusted to be the same as the tensor
   parallel size"); the DeepEP group is the TP group on CUDA.
@@ -43,14 +48,13 @@ from __future__ import annotations
 from ..errors import InvalidArgumentError
 from ..report import Finding, LimitCheck, Quantity, Region, Report
 from ..units import format_bytes, format_int
-from . import _deepep, _sglang_mori, _uccl, _uccl_sglang
+from . import _deepep, _sglang_mori, _sglang_v2, _uccl, _uccl_sglang
 from ._common import EngineContext, budget_findings, limit, limit_findings, max_buffer, topology
 from ._knobs import EngineProblem, Knob, Setting
 from ._report import EngineReport
 
 REPO = "sgl-project/sglang"
 TD = "python/sglang/srt/layers/moe/token_dispatcher/deepep.py"
-TD_V2 = "python/sglang/srt/layers/moe/token_dispatcher/deepep_v2.py @0134da0b"
 ENVIRON = "python/sglang/srt/environ.py"
 SERVER_ARGS = "python/sglang/srt/server_args.py"
 #: "DeepEP internode_ll dispatch uses FINISHED_SUM_TAG=1024" (TD, _DeepEPDispatcherImplBase.__init__).
@@ -58,6 +62,14 @@ MAX_DISPATCH_TOKENS = 1024
 EXPERTS_DIVIDE = "num_experts % group.size() == 0 (low-latency)"
 SAME_NUM_SMS = "--deepep-config normal_combine num_sms == normal_dispatch num_sms"
 NUM_SMS = 20  # deep_ep.Buffer.num_sms
+MOE_UTILS = "python/sglang/srt/layers/moe/utils.py"
+FUSED_MOE = "python/sglang/srt/layers/moe/fused_moe_triton/layer.py FusedMoE.__init__"
+#: ``MoeRunnerBackend`` values (MOE_UTILS @004813e1; ``humming`` from later versions).
+RUNNER_BACKENDS = ("auto", "deep_gemm", "triton", "triton_kernel", "flashinfer_trtllm", "flashinfer_trtllm_routed",
+                   "flashinfer_cutlass", "flashinfer_mxfp4", "flashinfer_cutedsl", "cutlass", "marlin", "aiter",
+                   "humming")
+#: Runners that quantize internally and take BF16 dispatch (get_deepep_output_dtype, step 4).
+BF16_RUNNERS = ("flashinfer_cutedsl", "cutlass", "humming")
 
 VERSIONS = {
     "main": f"SGLang {TD} @003a81bf: param_bytes = 1 for FP8/NVFP4 dispatch output (the GPU default), 2 for BF16",
@@ -85,7 +97,11 @@ KNOBS = (
     Knob(name="--deepep-v2-mode", kind="choice", default="direct", choices=("direct", "hybrid"),
          source=f"{REPO} {SERVER_ARGS}", help="DeepEP V2 ElasticBuffer allow_hybrid_mode"),
     Knob(name="--fused-shared-experts", kind="int", lo=0, default=0,
-         help="epbuf's flag: shared experts SGLang fuses into the routed ones (0 with DeepEP)"),
+         help="epbuf's flag: shared experts SGLang fuses into the routed ones (num_fused_shared_experts; "
+              "with DeepEP each EP rank gets its own slots)"),
+    Knob(name="--moe-runner-backend", kind="choice", default="auto", choices=RUNNER_BACKENDS,
+         source=f"{REPO} {SERVER_ARGS}; {MOE_UTILS} get_deepep_output_dtype",
+         help="MoE runner; flashinfer_cutedsl, cutlass and humming take BF16 dispatch on auto"),
     Knob(name="SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK", kind="int", lo=1, default=128,
          source=f"{REPO} {ENVIRON} EnvInt(128)", help="T of the low-latency buffer (SGLang asserts <= 1024)"),
     Knob(name="SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK", kind="int", lo=1, default=128,
@@ -101,8 +117,9 @@ KNOBS = (
 
 def _ep_size(ctx: EngineContext) -> tuple[int, Setting, list[Finding]]:
     tp, ep = ctx.setting("--tp-size").value, ctx.setting("--ep-size").value
+    ep_flag = "--ep-size"
     if ep is None:
-        ep = ctx.num_ranks
+        ep, ep_flag = ctx.num_ranks, ctx.ranks_flag
     findings = []
     if tp is not None:
         if ep is not None and ep != tp:
@@ -114,15 +131,19 @@ def _ep_size(ctx: EngineContext) -> tuple[int, Setting, list[Finding]]:
         findings.append(Finding(severity="info", code="sglang.pass-tp-size",
                                 message="SGLang sets ep_size = tp_size with DeepEP; epbuf used the EP size given as the "
                                         "TP size (pass --tp-size as you launch SGLang)", data={}))
-        return ep, Setting(name="EP size", value=ep, source="flag", note="--ep-size"), findings
+        return ep, Setting(name="EP size", value=ep, source="flag", note=ep_flag), findings
     return 8, Setting(name="EP size", value=8, source="default", note="epbuf's default (pass --tp-size)"), findings
 
 
 def _dispatch_dtype(ctx: EngineContext) -> str:
-    """``get_deepep_output_dtype`` on a GPU: the flag unless auto, else the deprecated variable, else FP8."""
+    """``get_deepep_output_dtype`` on a GPU (MOE_UTILS @004813e1): the flag, the deprecated variable, BF16
+    for :data:`BF16_RUNNERS`, else FP8 (the quant config's NVFP4 between: ``param_bytes`` 1 as FP8)."""
     dtype = ctx.value("--deepep-dispatcher-output-dtype")
     if dtype == "auto":
-        dtype = "bf16" if ctx.value("SGLANG_DEEPEP_BF16_DISPATCH") else "fp8"
+        if ctx.value("SGLANG_DEEPEP_BF16_DISPATCH") or ctx.value("--moe-runner-backend") in BF16_RUNNERS:
+            dtype = "bf16"
+        else:
+            dtype = "fp8"
     return dtype
 
 
@@ -131,7 +152,10 @@ def _param_bytes(ctx: EngineContext) -> tuple[int, str]:
     if ctx.version == "param-bytes-2":
         return 2, "self.params_bytes = 2 (454e84da)"
     dtype = _dispatch_dtype(ctx)
-    return (2 if dtype == "bf16" else 1), f"dispatch output {dtype} (003a81bf set_deepep_dispatcher_dtype)"
+    how = "" if ctx.value("--deepep-dispatcher-output-dtype") != "auto" else (
+        f"; auto: --moe-runner-backend {ctx.value('--moe-runner-backend')}" if ctx.value("--moe-runner-backend")
+        in BF16_RUNNERS else "")
+    return (2 if dtype == "bf16" else 1), f"dispatch output {dtype}{how} (003a81bf set_deepep_dispatcher_dtype)"
 
 
 def _configs(ctx: EngineContext, num_ranks: int, version):
@@ -172,25 +196,32 @@ def recipe(ctx: EngineContext) -> EngineReport:
     per_node, num_nodes = topology(ctx, num_ranks)
     redundant = ctx.value("--ep-num-redundant-experts")
     fused = ctx.value("--fused-shared-experts")
-    num_experts = ctx.num_experts + fused + redundant
+    shared_slots = fused * num_ranks  # FUSED_MOE: num_shared_slots = num_fused_shared_experts x moe_ep_size
+    num_experts = ctx.num_experts + shared_slots + redundant
     settings = [*ctx.base_settings, ep_setting,
                 Setting(name="nodes x GPUs per node", value=f"{num_nodes} x {per_node}", source="derived"),
                 Setting(name="experts seen by DeepEP", value=num_experts, source="derived",
-                        note=f"routed {ctx.num_experts} + fused shared {fused} + redundant {redundant}")]
+                        note=f"routed {ctx.num_experts} + fused shared {fused} x EP {num_ranks} + redundant {redundant}"
+                             f" ({FUSED_MOE})" if fused else f"routed {ctx.num_experts} + redundant {redundant}")]
+    if fused:
+        settings.append(Setting(name="top-k with fused shared experts", value=ctx.num_topk + fused, source="derived",
+                                note=f"top_k {ctx.num_topk} + num_fused_shared_experts {fused}"))
+        ctx = ctx.replace(num_topk=ctx.num_topk + fused)
     settings += [st for st in ctx.settings.values() if st.value is not None]
     backend = ctx.value("--moe-a2a-backend")
     if _uccl.enabled(ctx) and backend != "deepep":
         raise _uccl_sglang.not_deep_ep(backend)
     if backend == "deepep" and _uccl.enabled(ctx):
-        rep, recs = _uccl_sglang.deepep(ctx, num_ranks, per_node, num_nodes, num_experts, redundant + fused, settings,
+        rep, recs = _uccl_sglang.deepep(ctx, num_ranks, per_node, num_nodes, num_experts, redundant + shared_slots, settings,
                                         findings, configs_fn=_configs, param_bytes=_param_bytes(ctx),
                                         dispatch_dtype=_dispatch_dtype(ctx))
     elif backend == "deepep":
         rep, recs = _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, settings, findings)
     elif backend == "deepep_v2":
-        rep, recs = _deepep_v2(ctx, num_ranks, per_node, redundant + fused, settings, findings)
+        rep, recs = _sglang_v2.deepep_v2(ctx, num_ranks, per_node, redundant + shared_slots, settings, findings,
+                                         fp8=_dispatch_dtype(ctx) == "fp8")
     elif backend == "mori":
-        rep, recs = _sglang_mori.mori(ctx, num_ranks, per_node, num_nodes, num_experts, redundant + fused, settings,
+        rep, recs = _sglang_mori.mori(ctx, num_ranks, per_node, num_nodes, num_experts, redundant + shared_slots, settings,
                                       findings)
     elif backend == "pplx":
         raise InvalidArgumentError([EngineProblem("--moe-a2a-backend", backend, _sglang_mori.PPLX_NOT_SIZED)])
@@ -282,8 +313,8 @@ def _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, sett
     own = [lim for lim in limits if not (ll_report is not None and lim in ll_report.limits)]
     findings += limit_findings("sglang", own, {
         f"{knob} <= 1024": "SGLang asserts it when the dispatcher is built",
-        EXPERTS_DIVIDE: f"SGLang asserts it before sizing the low-latency buffer (routed {ctx.num_experts} + "
-                        f"redundant {redundant}); change --ep-num-redundant-experts or the EP size",
+        EXPERTS_DIVIDE: f"SGLang asserts it before sizing the low-latency buffer ({num_experts} experts: routed "
+                        f"{ctx.num_experts} + redundant {redundant}); change --ep-num-redundant-experts or the EP size",
         SAME_NUM_SMS: "SGLang asserts it when it reads --deepep-config",
         _deepep.RANKS_LIMIT: _deepep.RANKS_CONSEQUENCE,
         "NVSHMEM_QP_DEPTH >= (num_max_dispatch_tokens_per_rank + 1) x 2":
@@ -292,7 +323,8 @@ def _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, sett
         ceiling = deepep_v1.max_low_latency_tokens(hidden, num_ranks, num_experts, version=version.id) \
             if version.int4_count_check else None
         findings += _deepep.ceiling_finding("sglang.ll-32gib-ceiling", knob, tokens, ll_report.buffers[0].num_bytes,
-                                            hidden, num_ranks, num_experts, ceiling, redundant)
+                                            hidden, num_ranks, num_experts, ceiling, redundant,
+                                            engine_cap=MAX_DISPATCH_TOKENS)
         findings += _deepep.without_backend_ceiling(ll_report.findings)
         if ctx.load is not None and ctx.load > tokens:
             findings.append(Finding(
@@ -332,38 +364,6 @@ def _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, sett
                 "low_latency_mode": low_latency, "deepep_version": version.id},
         buffers=tuple(buffers), records=ll_report.records if ll_report is not None else (),
         quantities=tuple(quantities), findings=tuple(findings), limits=tuple(limits))
-    return rep, recs
-
-
-def _deepep_v2(ctx, num_ranks, per_node, extra_experts, settings, findings):
-    from ..backends import deepep_v2
-    from ..plan import Plan
-
-    knob = "SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK"
-    tokens = ctx.value(knob)
-    dtype = ctx.value("--deepep-dispatcher-output-dtype")
-    if dtype == "nvfp4":
-        raise InvalidArgumentError([EngineProblem("--deepep-dispatcher-output-dtype", dtype,
-                                                  f"deepep_v2 supports bf16/fp8 dispatch only ({TD_V2})")])
-    fp8 = _dispatch_dtype(ctx) == "fp8"
-    hybrid = ctx.value("--deepep-v2-mode") == "hybrid"
-    plan = Plan(hidden=ctx.hidden, num_topk=ctx.num_topk, num_experts=ctx.num_experts,
-                num_redundant_experts=extra_experts, num_ranks=num_ranks, num_ranks_per_node=per_node,
-                num_max_tokens_per_rank=tokens, use_fp8_dispatch=fp8, allow_hybrid_mode=hybrid,
-                version=ctx.backend_version, model=ctx.model)
-    v2 = deepep_v2.report(plan)
-    findings = list(findings) + list(v2.findings)
-    if ctx.load is not None and ctx.load > tokens:
-        findings.append(Finding(severity="error", code="sglang.tokens-above-capacity",
-                                message=f"{format_int(ctx.load)} tokens per rank exceed {knob} = {format_int(tokens)}: "
-                                        f"SGLang's DeepEP V2 dispatch raises ValueError ({TD_V2})",
-                                data={"load": ctx.load, "tokens": tokens}))
-    findings += budget_findings("sglang", ctx, v2.num_bytes)
-    recs = _deepep.v2_recommendations(ctx, knob, num_ranks=num_ranks, num_nvl_ranks=per_node, hidden=ctx.hidden,
-                                      num_topk=ctx.num_topk, use_fp8_dispatch=fp8, allow_hybrid_mode=hybrid,
-                                      allow_multiple_reduction=True, generation=v2.inputs["version"])
-    rep = v2.replace(backend="sglang/deepep_v2", title=f"SGLang --moe-a2a-backend deepep_v2: {v2.title}",
-                     upstream=f"{REPO} {TD_V2} DeepEPv2Buffer.get_buffer; {v2.upstream}", findings=tuple(findings))
     return rep, recs
 
 

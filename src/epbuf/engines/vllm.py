@@ -31,6 +31,20 @@ versions; the commit each citation was read at is given):
 * Token count by version: before PR #39107 ("[MoE Refactor] Remove MoE DP chunking", merged
   2026-04) ``FusedMoEConfig.max_num_tokens = VLLM_MOE_DP_CHUNK_SIZE``; since then
   ``scheduler_config.max_num_batched_tokens``.
+* EP group: ``TP x PCP x DP`` — ``vllm/distributed/parallel_state.py`` ``initialize_model_parallel`` lays
+  the ranks out as ``ExternalDP x DP x PP x PCP x TP`` and builds the EP group from the ``DP x PCP x TP``
+  block; ``vllm/config/parallel.py`` (EPLB check) "The EP group spans the TP x PCP x DP ranks".
+  ``--prefill-context-parallel-size`` (``-pcp``, default 1).
+* DeepEP V2 under sequence parallelism: ``all2all_utils.py @02bd2a49`` passes ``num_max_tokens_per_rank =
+  cdiv(max_num_tokens, sp_size)`` with ``sp_size = tp_size if parallel_config.use_sequence_parallel_moe
+  else 1``; ``vllm/config/parallel.py @00193b82`` ``use_sequence_parallel_moe`` lists allgather_reducescatter,
+  deepep_high_throughput, deepep_low_latency, mori_* and nixl_ep — not deepep_v2 — so at that version
+  ``sp_size`` is 1 for V2 and T is unchanged (:data:`SP_MOE_BACKENDS`).
+* ``--quantization fp8``: DeepEP dispatches FP8 when the MoE quant config is FP8 with 128 x 128 blocks
+  (``DEEPEP_QUANT_BLOCK_SHAPE``, LL; ``is_block_quantized``, V2; ``all2all_utils.py @02bd2a49``) — what
+  ``Fp8Config`` gives a checkpoint with ``weight_block_size [128, 128]`` (DeepSeek-V3/R1); a BF16
+  checkpoint quantized at load is per-tensor and dispatches BF16 (pass ``--fp8-dispatch`` explicitly to
+  override epbuf's reading of the model).
 * Issue #57894: with EPLB the LL buffer of hidden 5120, 16 ranks, 384 + 64 experts passes
   DeepEP's 32 GiB ceiling below 2048 tokens; :func:`recipe` computes the exact ceiling from
   DeepEP's own assertion (``deepep_v1.max_low_latency_tokens``), not from the issue.
@@ -44,7 +58,7 @@ from __future__ import annotations
 
 from ..errors import InvalidArgumentError
 from ..report import Finding, Report
-from ..units import GiB
+from ..units import INT64_MAX, GiB, MiB
 from . import _deepep, _uccl, _uccl_vllm, _vllm_all2all, _vllm_mori, _vllm_pplx
 from ._common import EngineContext, limit, limit_findings, topology
 from ._knobs import EngineProblem, Knob, Setting
@@ -58,6 +72,11 @@ NO_EPLB_REDUNDANT = "redundant experts == 0 without --enable-eplb"
 ARG_UTILS = "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults"
 BACKENDS = ("deepep_low_latency", "deepep_high_throughput", "deepep_v2", "allgather_reducescatter", "pplx",
             *_vllm_mori.BACKENDS)
+#: ``ParallelConfig.use_sequence_parallel_moe`` backends (``vllm/config/parallel.py @00193b82``): with one of
+#: them, EP, TP > 1 and DP > 1 the MoE input is sharded over TP (``sp_size = tp_size``).
+SP_MOE_BACKENDS = ("allgather_reducescatter", "deepep_high_throughput", "deepep_low_latency", "mori_high_throughput",
+                   "mori_low_latency", "nixl_ep")
+PARALLEL_CONFIG = "vllm/config/parallel.py @00193b82"
 
 VERSIONS = {
     "main": "vLLM since PR #39107 (\"[MoE Refactor] Remove MoE DP chunking\", merged 2026-04): the DeepEP "
@@ -74,9 +93,12 @@ KNOBS = (
     Knob(name="--max-num-batched-tokens", kind="int", lo=1, source=f"{REPO} {ARG_UTILS}",
          help="scheduler token budget per step; T of the low-latency and V2 buffers since PR #39107"),
     Knob(name="--tensor-parallel-size", kind="int", lo=1, default=1, aliases=("-tp",),
-         help="TP size; the EP size is TP x DP"),
+         help="TP size; the EP size is TP x PCP x DP"),
     Knob(name="--data-parallel-size", kind="int", lo=1, default=1, aliases=("-dp",),
-         help="DP size; the EP size is TP x DP"),
+         help="DP size; the EP size is TP x PCP x DP"),
+    Knob(name="--prefill-context-parallel-size", kind="int", lo=1, default=1, aliases=("-pcp",),
+         source=f"{REPO} vllm/distributed/parallel_state.py initialize_model_parallel (EP = DP x PCP x TP)",
+         help="prefill context parallel size; the EP size is TP x PCP x DP"),
     Knob(name="--enable-expert-parallel", kind="flag", default=False, affects_size=False,
          help="needed by every all2all backend; epbuf assumes it"),
     Knob(name="--enable-eplb", kind="flag", default=False, help="EPLB (allows redundant experts)"),
@@ -85,7 +107,9 @@ KNOBS = (
     Knob(name="--eplb-config", kind="json", help="EPLB config JSON; epbuf reads num_redundant_experts"),
     Knob(name="--fp8-dispatch", kind="flag", default=False,
          help="epbuf's flag: the model is block-FP8 quantized, so DeepEP dispatches FP8 (V2 use_fp8_dispatch)"),
-    Knob(name="VLLM_DEEPEP_BUFFER_SIZE_MB", kind="int", lo=0, default=1024, source=f"{REPO} {ENVS}",
+    Knob(name="--quantization", aliases=("-q",), kind="text", source=f"{REPO} {A2A_UTILS} (use_fp8_dispatch)",
+         help="fp8: FP8 dispatch for block-quantized (128 x 128) checkpoints; other methods: BF16 dispatch"),
+    Knob(name="VLLM_DEEPEP_BUFFER_SIZE_MB", kind="int", lo=0, hi=INT64_MAX // MiB, default=1024, source=f"{REPO} {ENVS}",
          help="MiB of the NVL buffer (all DeepEP V1 modes) and the HT RDMA buffer"),
     Knob(name="VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE", kind="bool", default=False, source=f"{REPO} {ENVS}",
          help="HT: no RDMA buffer even across nodes"),
@@ -120,20 +144,46 @@ def _default_batched_tokens(ctx: EngineContext) -> tuple[int, str]:
 
 
 def _ep_size(ctx: EngineContext) -> tuple[int, Setting]:
+    """EP = TP x PCP x DP (``initialize_model_parallel``), or the EP size given (which must agree)."""
     tp, dp = ctx.setting("--tensor-parallel-size"), ctx.setting("--data-parallel-size")
-    product = tp.value * dp.value  # type: ignore[operator]
-    given = tp.source != "default" or dp.source != "default"
+    pcp = ctx.setting("--prefill-context-parallel-size")
+    product = tp.value * pcp.value * dp.value  # type: ignore[operator]
+    given = tp.source != "default" or dp.source != "default" or pcp.source != "default"
+    spelled = "--tensor-parallel-size x --prefill-context-parallel-size x --data-parallel-size" \
+        if pcp.value != 1 else "--tensor-parallel-size x --data-parallel-size"
     if ctx.num_ranks is not None:
         if given and product != ctx.num_ranks:
             raise InvalidArgumentError([EngineProblem(
-                "--ep-size", ctx.num_ranks, f"vLLM's EP size is --tensor-parallel-size x --data-parallel-size = "
-                                            f"{tp.value} x {dp.value} = {product}; drop one or make them agree")])
-        return ctx.num_ranks, Setting(name="EP size", value=ctx.num_ranks, source="flag", note="--ep-size")
+                ctx.ranks_flag, ctx.num_ranks, f"vLLM's EP size is TP x PCP x DP = {tp.value} x {pcp.value} x "
+                                               f"{dp.value} = {product}; drop one or make them agree")])
+        return ctx.num_ranks, Setting(name="EP size", value=ctx.num_ranks, source="flag", note=ctx.ranks_flag)
     if given:
-        return product, Setting(name="EP size", value=product, source="derived",
-                                note="--tensor-parallel-size x --data-parallel-size")
+        return product, Setting(name="EP size", value=product, source="derived", note=spelled)
     return 8, Setting(name="EP size", value=8, source="default",
-                      note="epbuf's default (pass --ep-size, or -tp/-dp as vLLM: EP = TP x DP)")
+                      note="epbuf's default (pass --ep-size, or -tp/-dp as vLLM: EP = TP x PCP x DP)")
+
+
+def _fp8_dispatch(ctx: EngineContext) -> tuple[EngineContext, Finding | None]:
+    """``--quantization fp8`` as vLLM's ``use_fp8_dispatch`` (A2A_UTILS): FP8 when the checkpoint is
+    block-quantized 128 x 128, else BF16. ``--fp8-dispatch`` overrides. epbuf reads the checkpoint's
+    quantization from the model's notes: every preset noted ``weights fp8`` (DeepSeek-V3, -R1, -V3.2,
+    Kimi-K2, MiniMax-M2) carries ``quantization_config.weight_block_size [128, 128]`` in the config.json
+    copies the presets come from (``ai-dynamo/aiconfigurator aic-core/src/aiconfigurator_core/model_configs
+    @095f58a``)."""
+    quant = ctx.value("--quantization")
+    if quant is None or ctx.value("--fp8-dispatch"):
+        return ctx, None
+    block = "weights fp8" in ctx.model_notes
+    if str(quant).strip().lower() == "fp8" and block:
+        s = {**ctx.settings, "--fp8-dispatch": Setting(name="--fp8-dispatch", value=True, source="derived",
+                                                       note=f"--quantization fp8 on {ctx.model}'s 128 x 128 "
+                                                            f"block-FP8 weights ({A2A_UTILS})")}
+        return ctx.replace(settings=s), None
+    why = ("the model's weights are not known to be block-quantized 128 x 128, so Fp8Config quantizes per tensor"
+           if str(quant).strip().lower() == "fp8" else f"--quantization {quant} is not FP8 with 128 x 128 blocks")
+    return ctx, Finding(severity="info", code="vllm.bf16-dispatch",
+                        message=f"DeepEP dispatches BF16: {why} (use_fp8_dispatch, {A2A_UTILS}); pass --fp8-dispatch "
+                                "if your checkpoint carries weight_block_size [128, 128]", data={"quantization": quant})
 
 
 def _redundant(ctx: EngineContext) -> tuple[int, str]:
@@ -182,6 +232,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
         InvalidArgumentError: what cannot be sized: an EP size that disagrees with TP x DP,
             hidden above 8192 for LL (vLLM's rounding raises), a malformed ``--eplb-config``.
     """
+    ctx, quant_finding = _fp8_dispatch(ctx)
     s = ctx.settings
     backend = s["--all2all-backend"].value
     num_ranks, ep_setting = _ep_size(ctx)
@@ -198,6 +249,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
                                                        source="default", note=note)}
         ctx = ctx.replace(settings=s)
     tokens = s[tokens_knob].value
+    sp_size = _sp_size(ctx, backend)
     settings = [*ctx.base_settings, ep_setting,
                 Setting(name="nodes x GPUs per node", value=f"{num_nodes} x {per_node}",
                         source="derived" if ctx.num_ranks_per_node is None and ctx.num_nodes is None else "flag",
@@ -208,6 +260,11 @@ def recipe(ctx: EngineContext) -> EngineReport:
     if backend in ("deepep_low_latency", "deepep_v2", "pplx", *_vllm_mori.BACKENDS):
         settings.append(Setting(name="num_max_tokens_per_rank (T)", value=tokens, source="derived",
                                 note=f"{tokens_knob} ({VERSIONS[ctx.version].split(':')[0]})"))
+    if backend == "deepep_v2":
+        settings.append(Setting(name="sp_size", value=sp_size, source="derived",
+                                note=f"tp_size if use_sequence_parallel_moe, else 1 ({PARALLEL_CONFIG}: deepep_v2 is not "
+                                     f"among its backends); T = cdiv(T, sp_size) ({A2A_UTILS})"))
+        tokens = -(-tokens // sp_size)
 
     common = dict(ctx=ctx, num_ranks=num_ranks, per_node=per_node, num_nodes=num_nodes, num_experts=num_experts,
                   redundant=redundant, tokens=tokens, tokens_knob=tokens_knob)
@@ -249,6 +306,8 @@ def recipe(ctx: EngineContext) -> EngineReport:
                                              f"{redundant}; routed {ctx.num_experts} + redundant {redundant})",
                                   NO_EPLB_REDUNDANT: f"vLLM's FusedMoE asserts it without --enable-eplb "
                                                      f"({redundant_from}); pass --enable-eplb or 0"})))
+    if quant_finding is not None and backend != "allgather_reducescatter":
+        rep = rep.replace(findings=rep.findings + (quant_finding,))
     if not s["--enable-expert-parallel"].value and backend != "allgather_reducescatter":
         rep = rep.replace(findings=rep.findings + (Finding(
             severity="info", code="vllm.expert-parallel-assumed",
@@ -256,6 +315,14 @@ def recipe(ctx: EngineContext) -> EngineReport:
     return EngineReport(engine="vllm", version=ctx.version, version_note=VERSIONS[ctx.version],
                         title=rep.title, settings=tuple(settings), report=rep, recommendations=tuple(recs),
                         device_name=ctx.device_name, device_num_bytes=ctx.device_num_bytes, budget=ctx.budget)
+
+
+def _sp_size(ctx: EngineContext, backend: str) -> int:
+    """``sp_size = tp_size if parallel_config.use_sequence_parallel_moe else 1`` (PARALLEL_CONFIG):
+    a backend of :data:`SP_MOE_BACKENDS`, expert parallelism, TP > 1 and DP > 1."""
+    tp, dp = ctx.value("--tensor-parallel-size"), ctx.value("--data-parallel-size")
+    on = backend in SP_MOE_BACKENDS and tp > 1 and dp > 1  # type: ignore[operator]
+    return tp if on else 1  # type: ignore[return-value]
 
 
 def _engine():
