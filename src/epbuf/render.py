@@ -9,20 +9,57 @@ __all__ = ["table", "bytes_cell", "render_report", "render_layout", "render_inpu
            "render_fit", "render_sweep", "render_engine_report"]
 
 
-def table(headers: list[str], rows: list[list[str]], right: set[int] | None = None, indent: str = "  ") -> str:
-    """A plain-text table; columns in ``right`` are right-aligned (numbers)."""
+def wrap(text: str, width: int | None, indent: str = "", first: str | None = None) -> list[str]:
+    """``text`` broken at spaces into lines of at most ``width`` characters (a longer word gets
+    a line of its own), the first prefixed by ``first`` (default ``indent``), the others by
+    ``indent``. ``width`` None: one line."""
+    first = indent if first is None else first
+    if width is None or len(first) + len(text) <= width:
+        return [first + text]
+    lines: list[str] = []
+    line, prefix = "", first
+    for word in text.split(" "):
+        if line and len(prefix) + len(line) + 1 + len(word) > width:
+            lines.append(prefix + line)
+            line, prefix = word, indent
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(prefix + line)
+    return lines
+
+
+def table(headers: list[str], rows: list[list[str]], right: set[int] | None = None, indent: str = "  ",
+          width: int | None = None, wrap_column: int = -1) -> str:
+    """A plain-text table; columns in ``right`` are right-aligned (numbers). When a line would
+    be longer than ``width``, the cells of ``wrap_column`` (default the last) are wrapped onto
+    continuation lines."""
     right = right or set()
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
+    col = wrap_column % len(headers)
+    if width is not None:
+        others = len(indent) + sum(w for i, w in enumerate(widths) if i != col) + 2 * (len(widths) - 1)
+        room = max(20, width - others)
+        if widths[col] > room:
+            widths[col] = max(room, len(headers[col]))
 
-    def line(cells: list[str]) -> str:
-        parts = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)]
-        return (indent + "  ".join(parts)).rstrip()
+    def line(cells: list[str]) -> list[str]:
+        text = cells[col] if col < len(cells) else ""
+        pieces = wrap(text, widths[col]) if len(text) > widths[col] else [text]
+        out = []
+        for k, piece in enumerate(pieces):
+            row = [("" if k else c) for c in cells]
+            if col < len(row):
+                row[col] = piece
+            parts = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(row)]
+            out.append((indent + "  ".join(parts)).rstrip())
+        return out
 
-    out = [line(headers), indent + "  ".join("-" * w for w in widths)]
-    out.extend(line(r) for r in rows)
+    out = line(headers) + [indent + "  ".join("-" * w for w in widths)]
+    for r in rows:
+        out.extend(line(r))
     return "\n".join(out)
 
 
@@ -55,17 +92,18 @@ def _record_summary(record: RecordLayout) -> str:
     return " | ".join(parts)
 
 
-def _buffer_lines(b, where: str = "") -> list[str]:
+def _buffer_lines(b, where: str = "", width: int | None = None) -> list[str]:
     """One buffer: its rule, the regions with formulas, the allocation and the real need."""
     rule = {"max": "max of the regions (they reuse the memory)", "sum": "sum of the regions"}[b.rule]
     align_text = f", aligned to {format_bytes(b.alignment)}" if b.alignment > 1 else ""
     where_text = f" ({where})" if where else ""
-    out = [f"{b.name}{where_text} = {rule}{align_text}" + (f"   [{b.source}]" if b.source else "")]
+    out = wrap(f"{b.name}{where_text} = {rule}{align_text}" + (f"   [{b.source}]" if b.source else ""), width, "    ",
+               "")
     rows = []
     for r in b.regions:
         used = format_int(r.num_bytes_used) if r.num_bytes_used != r.num_bytes else "same"
         rows.append([r.name, format_int(r.num_bytes), format_bytes(r.num_bytes), used, r.formula])
-    out.append(table(["region", "hint bytes", "", "real run", "formula"], rows, right={1, 2, 3}))
+    out.append(table(["region", "hint bytes", "", "real run", "formula"], rows, right={1, 2, 3}, width=width))
     if b.rule == "max" and len(b.regions) > 1:
         largest = b.binding_region()
         out.append(f"  max:               {bytes_cell(largest.num_bytes)}   ({largest.name})")
@@ -82,21 +120,38 @@ def _buffer_lines(b, where: str = "") -> list[str]:
     return out
 
 
-def render_report(report: Report, device: tuple[str, int] | None = None, verbose: bool = False) -> str:
+def _finding_lines(findings, width: int | None) -> list[str]:
+    out = []
+    for f in findings:
+        out += wrap(f"{f.severity}: {f.message}  [{f.code}]", width, "    ", "  ")
+    return out
+
+
+def _header(label: str, text: str, width: int | None) -> list[str]:
+    """``  label   text``, wrapped under the text."""
+    return wrap(text, width, " " * len(label), label)
+
+
+def render_report(report: Report, device: tuple[str, int] | None = None, verbose: bool = False,
+                  budget: int | None = None, width: int | None = None) -> str:
     """The human form of ``epbuf hint``: records, buffers with their regions, totals,
-    findings and limits. ``device`` is ``(name, capacity bytes)`` for the share line."""
-    out = [f"{report.title}", f"  upstream: {report.upstream}", f"  inputs:   {render_inputs(report.inputs)}", ""]
+    findings and limits. ``device`` is ``(name, capacity bytes)`` for the share line,
+    ``budget`` the ``--budget`` bytes; lines are wrapped at ``width`` (None: not at all)."""
+    out = [f"{report.title}"]
+    out += _header("  upstream: ", report.upstream, width)
+    out += _header("  inputs:   ", render_inputs(report.inputs), width)
+    out.append("")
 
     if report.records:
         out.append("Token records (bytes per slot)")
         rows = [[r.name, format_int(r.num_bytes), _record_summary(r)] for r in report.records]
-        out.append(table(["record", "bytes", "fields (bytes, in order)"], rows, right={1}))
+        out.append(table(["record", "bytes", "fields (bytes, in order)"], rows, right={1}, width=width))
         out.append("")
 
     for b in report.buffers:
-        out.extend(_buffer_lines(b))
+        out.extend(_buffer_lines(b, width=width))
     for b in report.host_buffers:
-        out.extend(_buffer_lines(b, where="host memory, not in the device total"))
+        out.extend(_buffer_lines(b, where="host memory, not in the device total", width=width))
 
     if len(report.buffers) > 1:
         out.append(f"Total device allocation: {bytes_cell(report.num_bytes)}"
@@ -104,16 +159,21 @@ def render_report(report: Report, device: tuple[str, int] | None = None, verbose
     if report.host_buffers:
         out.append(f"Total host allocation:   {bytes_cell(report.host_num_bytes)}   (per device, pinned)")
     if device is not None:
+        from .placement import capacity_label
+
         name, capacity = device
         share = report.num_bytes / capacity * 100
-        out.append(f"Share of {name} memory ({format_bytes(capacity)}): {share:.2f} %")
-    if len(report.buffers) > 1 or device is not None:
+        state = "" if report.num_bytes <= capacity else "   DOES NOT FIT"
+        out.append(f"Share of {capacity_label(name, capacity)}: {share:.2f} %{state}")
+    if budget is not None:
+        state = "fits" if report.num_bytes <= budget else "OVER BUDGET"
+        out.append(f"Share of --budget {format_bytes(budget)}: {report.num_bytes / budget * 100:.2f} %   ({state})")
+    if len(report.buffers) > 1 or device is not None or budget is not None:
         out.append("")
 
     if report.findings:
         out.append("Findings")
-        for f in report.findings:
-            out.append(f"  {f.severity}: {f.message}  [{f.code}]")
+        out += _finding_lines(report.findings, width)
         out.append("")
 
     failed = report.failed_limits()
@@ -123,15 +183,17 @@ def render_report(report: Report, device: tuple[str, int] | None = None, verbose
         rows = [[lim.name, format_int(lim.value), lim.relation,
                  "the set" if lim.relation == "in" else format_int(lim.bound), "ok" if lim.ok else "BROKEN",
                  lim.source] for lim in shown]
-        out.append(table(["limit", "value", "", "bound", "", "source"], rows, right={1, 3}))
+        out.append(table(["limit", "value", "", "bound", "", "source"], rows, right={1, 3}, width=width))
     else:
         out.append(f"Limits: all {len(report.limits)} upstream limits hold (--verbose lists them)")
     return "\n".join(out).rstrip() + "\n"
 
 
-def render_layout(report: Report) -> str:
+def render_layout(report: Report, width: int | None = None) -> str:
     """The byte map of every token record: offset, end, size, field, element type x count."""
-    out = [f"{report.title} — token record byte maps", f"  inputs: {render_inputs(report.inputs)}", ""]
+    out = [f"{report.title} — token record byte maps"]
+    out += _header("  inputs: ", render_inputs(report.inputs), width)
+    out.append("")
     for record in report.records:
         view = f", {record.view} view" if record.view else ""
         out.append(f"{record.name}: {format_int(record.num_bytes)} B per record{view}")
@@ -148,22 +210,34 @@ def render_layout(report: Report) -> str:
     for b in report.buffers:
         for r in b.regions:
             if r.formula:
-                out.append(f"{r.name}: {r.formula} = {bytes_cell(r.num_bytes)}")
-    mismatches = [f for f in report.findings if f.severity in ("error", "warning")]
-    if mismatches:
+                out += wrap(f"{r.name}: {r.formula} = {bytes_cell(r.num_bytes)}", width, "    ", "")
+    shown = [f for f in report.findings if f.severity in ("error", "warning") or f.code == "device.backend-chosen"]
+    if shown:
         out.append("")
         out.append("Findings")
-        for f in mismatches:
-            out.append(f"  {f.severity}: {f.message}  [{f.code}]")
+        out += _finding_lines(shown, width)
     return "\n".join(out).rstrip() + "\n"
 
 
-def render_compare(results: dict, device: tuple[str, int] | None = None) -> str:
-    """One table: the same plan across backends (``results``: name -> Report or error)."""
+def _runs_cell(name: str, runs_on: dict | None) -> list[str]:
+    """The "on device" cell of ``name`` when ``runs_on`` ({backend: bool}) is given."""
+    if runs_on is None:
+        return []
+    if runs_on.get(name, True):
+        return ["yes"]
+    from .placement import vendors_text
+
+    return [f"no: {vendors_text(name)}"]
+
+
+def render_compare(results: dict, device: tuple[str, int] | None = None, runs_on: dict | None = None,
+                   width: int | None = None) -> str:
+    """One table: the same plan across backends (``results``: name -> Report or error).
+    ``runs_on`` ({backend: bool}, with ``--device``) adds a column saying which run on the device."""
     rows = []
     for name, rep in results.items():
         if not isinstance(rep, Report):
-            rows.append([name, "n/a", "", "", "", "", f"rejected: {rep}"])
+            rows.append([name, "n/a", "", "", ""] + _runs_cell(name, runs_on) + ["", f"rejected: {rep}"])
             continue
         limit = tightest_limit(rep)
         if limit is None:
@@ -174,15 +248,16 @@ def render_compare(results: dict, device: tuple[str, int] | None = None) -> str:
         over = rep.num_bytes - rep.num_bytes_needed
         share = f"{rep.num_bytes / device[1] * 100:.1f} %" if device else ""
         rows.append([name, format_bytes(rep.num_bytes), format_bytes(rep.num_bytes_needed),
-                     format_bytes(over) if over else "0", share,
-                     ", ".join(b.name for b in rep.buffers), limit_text])
-    headers = ["backend", "allocation", "real need", "over-reserved", f"of {device[0]}" if device else "",
-               "buffers", "tightest limit"]
-    out = [table(headers, rows, right={1, 2, 3, 4}), ""]
+                     format_bytes(over) if over else "0", share] + _runs_cell(name, runs_on)
+                    + [", ".join(b.name for b in rep.buffers), limit_text])
+    share_header = ("of the memory" if device[0].startswith("--hbm") else f"of {device[0]}") if device else ""
+    headers = (["backend", "allocation", "real need", "over-reserved", share_header]
+               + (["on device"] if runs_on is not None else []) + ["buffers", "tightest limit"])
+    out = [table(headers, rows, right={1, 2, 3, 4}, width=width), ""]
     for name, rep in results.items():
         if not isinstance(rep, Report):
             continue
-        out.append(f"{name} — {rep.title}  [{rep.upstream}]")
+        out += wrap(f"{name} — {rep.title}  [{rep.upstream}]", width, "    ", "")
         region_rows = []
         for b in rep.buffers:
             for r in b.regions:
@@ -196,43 +271,49 @@ def render_compare(results: dict, device: tuple[str, int] | None = None) -> str:
                 region_rows.append([f"{b.name} (host)", r.name, format_int(r.num_bytes), format_bytes(r.num_bytes),
                                     "same" if r.num_bytes_used == r.num_bytes else format_int(r.num_bytes_used)])
         out.append(table(["buffer", "region", "hint bytes", "", "real run"], region_rows, right={2, 3, 4}))
-        errors = [f for f in rep.findings if f.severity == "error"]
-        for f in errors:
-            out.append(f"  error: {f.message}")
+        shown = [f for f in rep.findings if f.severity == "error" or f.code == "device.backend-mismatch"]
+        out += _finding_lines(shown, width)
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 
-def render_fit(results: dict, budget: int, variable: str) -> str:
-    """The ``epbuf fit`` table: per backend, the largest value that fits and what binds."""
+def render_fit(results: dict, budget: int, variable: str, budget_note: str = "", runs_on: dict | None = None,
+               width: int | None = None) -> str:
+    """The ``epbuf fit`` table: per backend, the largest value that fits and what binds.
+    ``budget_note`` says where a default budget came from; ``runs_on`` as :func:`render_compare`."""
     label = "tokens per rank" if variable == "num_max_tokens_per_rank" else "EP ranks"
     rows = []
     notes = []
     for name, r in results.items():
         if isinstance(r, Exception):
-            rows.append([name, "n/a", "", "", "", f"rejected: {r}"])
+            rows.append([name] + _runs_cell(name, runs_on) + ["n/a", "", "", "", f"rejected: {r}"])
             continue
         value = "any" if r.independent else format_int(r.value) if r.value is not None else "none"
         alloc = format_bytes(r.report.num_bytes) if r.report is not None else ""
         share = f"{r.report.num_bytes / budget * 100:.1f} %" if r.report is not None else ""
-        rows.append([name, value, alloc, share, r.binding_region, r.reason])
+        rows.append([name] + _runs_cell(name, runs_on) + [value, alloc, share, r.binding_region, r.reason])
         if r.constant_failures:
-            notes.append(f"  {name}: broken whatever the {label}: " + "; ".join(r.constant_failures))
-    out = [f"Largest {label} within a budget of {bytes_cell(budget)}", "",
-           table(["backend", f"largest {label}", "allocation", "of budget", "largest region", "what binds next"], rows,
-                 right={1, 2, 3})]
+            notes += wrap(f"{name}: broken whatever the {label}: " + "; ".join(r.constant_failures), width, "    ",
+                          "  ")
+    shift = 1 if runs_on is not None else 0
+    headers = (["backend"] + (["on device"] if runs_on is not None else [])
+               + [f"largest {label}", "allocation", "of budget", "largest region", "what binds next"])
+    out = wrap(f"Largest {label} within a budget of {bytes_cell(budget)}" + (f" ({budget_note})" if budget_note
+                                                                              else ""), width, "  ", "")
+    out += ["", table(headers, rows, right={1 + shift, 2 + shift, 3 + shift}, width=width)]
     if notes:
         out += ["", "Limits broken independently of the fitted value:"] + notes
     return "\n".join(out).rstrip() + "\n"
 
 
-def render_sweep(result, device: tuple[str, int] | None = None) -> str:
+def render_sweep(result, device: tuple[str, int] | None = None, width: int | None = None) -> str:
     """The sweep as a table for people: one line per configuration."""
     cols = result.columns
     show = ["backend"] + [c for c in ("hidden", "num_topk", "num_experts", "num_ranks", "num_max_tokens_per_rank",
                                       "use_fp8_dispatch")]
+    share_header = ("of the memory" if device[0].startswith("--hbm") else f"of {device[0]}") if device else ""
     headers = ["backend", "hidden", "top-k", "experts", "ranks", "tokens", "dtype", "allocation", "bytes",
-               "real need"] + ([f"of {device[0]}"] if device else []) + ["binding region", "broken limits / error"]
+               "real need"] + ([share_header] if device else []) + ["binding region", "broken limits / error"]
     rows = []
     for row in result.rows:
         r = dict(zip(cols, row))
@@ -246,7 +327,7 @@ def render_sweep(result, device: tuple[str, int] | None = None) -> str:
             cells += [r["binding"], r["broken_limits"].replace(";", "; ")]
         rows.append(cells)
     right = {1, 2, 3, 4, 5, 7, 8, 9} | ({10} if device else set())
-    return table(headers, rows, right=right, indent="") + "\n"
+    return table(headers, rows, right=right, indent="", width=width) + "\n"
 
 
 # --- engine reports (epbuf engine) ---------------------------------------------------------

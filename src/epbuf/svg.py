@@ -15,7 +15,7 @@ from xml.sax.saxutils import escape
 from .report import RecordLayout, Region, Report
 from .units import format_bytes, format_int
 
-__all__ = ["render_svg", "FIELD_COLORS"]
+__all__ = ["render_svg", "check_svg_path", "FIELD_COLORS"]
 
 FIELD_COLORS = {
     "hidden": "#4e79a7",
@@ -188,6 +188,23 @@ def _region_block(region: Region, record: RecordLayout | None, y: float) -> tupl
             out.append(_text(x + cell_w / 2, y + cell_h / 2 + 4, f"t={t}: {format_int(offset)}", 10, "middle"))
         y += cell_h + 6
     return out, y + 20
+
+
+def check_svg_path(path: str, option: str = "--svg") -> None:
+    """Refuse a file name whose extension names another format (``x.png``, ``x.pdf``): the
+    diagram is SVG text. Names without an extension (``-``, ``/dev/stdout``) are fine.
+
+    Raises:
+        EpbufError: one line naming ``option`` and the path.
+    """
+    import os
+
+    suffix = os.path.splitext(os.path.basename(path))[1].lower()
+    if suffix not in ("", ".svg"):
+        from .errors import EpbufError
+
+        raise EpbufError(f"{option}: {path}: the byte map is SVG; name the file .svg (for PNG, convert it, "
+                         "e.g. with cairosvg or rsvg-convert)")
 
 
 def render_svg(report: Report) -> str:

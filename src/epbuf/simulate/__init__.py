@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from ..errors import InvalidArgumentError, Problem
 from ..report import Finding
+from .._progress import terminal_progress  # noqa: F401  (re-exported: epbuf.simulate.terminal_progress)
 from .records import RoutingInfo, Simulation
 
 __all__ = ["simulate", "simulate_options", "to_dict", "SCHEMA", "DEFAULT_LINKS", "terminal_progress"]
@@ -163,26 +164,6 @@ def simulate_options(plan, backend: str, *, routing: str = "uniform", routing_fi
             progress=lambda done, total: say("generating the routing", done, total))
     return simulate(plan, backend, r, links=links, expert_alignment=expert_alignment,
                     progress=lambda stage: say(stage)), r
-
-
-def terminal_progress(stream):
-    """A ``progress(stage, done=None, total=None)`` that rewrites one status line on
-    ``stream`` when it is a terminal, and does nothing otherwise; call ``.done()`` at the end."""
-    active = bool(getattr(stream, "isatty", lambda: False)())
-
-    def progress(stage: str, done=None, total=None) -> None:
-        if active:
-            share = f" {100 * done // total:3d} %" if done is not None and total else ""
-            stream.write(f"\r\033[Kepbuf simulate: {stage}{share}")
-            stream.flush()
-
-    def finish() -> None:
-        if active:
-            stream.write("\r\033[K")
-            stream.flush()
-
-    progress.done = finish
-    return progress
 
 
 def to_dict(sim: Simulation, *, include_pairs: bool = True) -> dict:
