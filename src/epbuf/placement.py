@@ -65,11 +65,11 @@ def vendors_text(backend: str) -> str:
 
 
 def capacity_label(name: str, num_bytes: int) -> str:
-    """``"NVIDIA H200 (SXM) (140.40 GiB)"``; ``"the device memory (--hbm 74.51 GiB)"`` for ``--hbm``,
-    whose name already carries the size."""
+    """``"the 140.40 GiB of NVIDIA H200 (SXM)"``; ``"the 74.51 GiB of --hbm"`` (whose name,
+    ``"--hbm 74.51 GiB"``, already carries the size)."""
     if name.startswith("--hbm"):
-        return f"the device memory (--hbm {format_bytes(num_bytes)})"
-    return f"{name} ({format_bytes(num_bytes)})"
+        name = "--hbm"
+    return f"the {format_bytes(num_bytes)} of {name}"
 
 
 def budget_from_text(text: str, capacity: int | None, option: str = "--budget") -> int:
@@ -139,15 +139,15 @@ def placement_findings(report: Report, *, device=None, capacity: tuple[str, int]
         if chosen:
             out.append(Finding(
                 severity="info", code="device.backend-chosen",
-                message=f"backend {backend} chosen for {device.title} ({device.vendor}); --backend NAME "
-                        "sizes another", data={"backend": backend, "device": device.name, "vendor": device.vendor}))
+                message=f"backend {backend} chosen for the {device.vendor} device {device.title}; "
+                        "--backend NAME sizes another", data={"backend": backend, "device": device.name, "vendor": device.vendor}))
         elif not runs_on(backend, device.vendor):
             suggested = DEVICE_BACKENDS[device.vendor]
             out.append(Finding(
                 severity="warning", code="device.backend-mismatch",
-                message=f"--backend {backend} runs on {vendors_text(backend)}, not on {device.title} "
-                        f"({device.vendor}); the sizes are {backend}'s, the share of memory is the device's "
-                        f"(for this device: --backend {suggested})",
+                message=f"--backend {backend} runs on {vendors_text(backend)}, not on {device.title}; the sizes "
+                        f"are {backend}'s, the share of memory is the device's (for this device: --backend "
+                        f"{suggested})",
                 data={"backend": backend, "device": device.name, "vendor": device.vendor,
                       "runs_on": list(BACKEND_VENDORS.get(backend, ())), "suggested": suggested}))
     total = report.num_bytes

@@ -18,7 +18,7 @@ def wrap(text: str, width: int | None, indent: str = "", first: str | None = Non
         return [first + text]
     lines: list[str] = []
     line, prefix = "", first
-    for word in text.split(" "):
+    for word in text.split():
         if line and len(prefix) + len(line) + 1 + len(word) > width:
             lines.append(prefix + line)
             line, prefix = word, indent
@@ -29,37 +29,63 @@ def wrap(text: str, width: int | None, indent: str = "", first: str | None = Non
 
 
 def table(headers: list[str], rows: list[list[str]], right: set[int] | None = None, indent: str = "  ",
-          width: int | None = None, wrap_column: int = -1) -> str:
-    """A plain-text table; columns in ``right`` are right-aligned (numbers). When a line would
-    be longer than ``width``, the cells of ``wrap_column`` (default the last) are wrapped onto
-    continuation lines."""
+          width: int | None = None, wrap_columns: tuple[int, ...] = (-1,), below: int | None = None) -> str:
+    """A plain-text table; columns in ``right`` are right-aligned (numbers).
+
+    When a line would be longer than ``width``: the column ``below`` (if given; a long
+    sentence such as a reason) moves under its row, wrapped to the full width; then the widest
+    of ``wrap_columns`` (default the last) are narrowed, down to 12 characters, and their cells
+    wrapped onto continuation lines."""
     right = right or set()
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
-    col = wrap_column % len(headers)
-    if width is not None:
-        others = len(indent) + sum(w for i, w in enumerate(widths) if i != col) + 2 * (len(widths) - 1)
-        room = max(20, width - others)
-        if widths[col] > room:
-            widths[col] = max(room, len(headers[col]))
+
+    def excess() -> int:
+        return len(indent) + sum(widths) + 2 * (len(widths) - 1) - width
+
+    if width is not None and below is not None and excess() > 0:
+        below %= len(headers)
+        keep = [i for i in range(len(headers)) if i != below]
+        under = [f"{headers[below]}: {r[below]}" if below < len(r) and r[below] else "" for r in rows]
+        headers = [headers[i] for i in keep]
+        rows = [[r[i] for i in keep if i < len(r)] for r in rows]
+        widths = [widths[i] for i in keep]
+        right = {keep.index(i) for i in right if i in keep}
+        wrap_columns = tuple(keep.index(c % len(keep + [below])) for c in wrap_columns
+                             if c % len(keep + [below]) in keep)
+    else:
+        under = None
+    wrapping = sorted({c % len(headers) for c in wrap_columns})
+    if width is not None and wrapping:
+        over = excess()
+        while over > 0:
+            col = max(wrapping, key=lambda c: widths[c])
+            if widths[col] <= max(12, len(headers[col])):
+                break
+            widths[col] -= 1
+            over -= 1
 
     def line(cells: list[str]) -> list[str]:
-        text = cells[col] if col < len(cells) else ""
-        pieces = wrap(text, widths[col]) if len(text) > widths[col] else [text]
+        pieces = {c: (wrap(cells[c], widths[c]) if c < len(cells) and len(cells[c]) > widths[c] else None)
+                  for c in wrapping}
+        depth = max([len(p) for p in pieces.values() if p] or [1])
         out = []
-        for k, piece in enumerate(pieces):
-            row = [("" if k else c) for c in cells]
-            if col < len(row):
-                row[col] = piece
+        for k in range(depth):
+            row = list(cells) if k == 0 else [""] * len(cells)
+            for c, p in pieces.items():
+                if p is not None:
+                    row[c] = p[k] if k < len(p) else ""
             parts = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(row)]
             out.append((indent + "  ".join(parts)).rstrip())
         return out
 
     out = line(headers) + [indent + "  ".join("-" * w for w in widths)]
-    for r in rows:
+    for k, r in enumerate(rows):
         out.extend(line(r))
+        if under is not None and under[k]:
+            out.extend(wrap(under[k], width, indent + "    "))
     return "\n".join(out)
 
 
@@ -92,13 +118,14 @@ def _record_summary(record: RecordLayout) -> str:
     return " | ".join(parts)
 
 
-def _buffer_lines(b, where: str = "", width: int | None = None) -> list[str]:
-    """One buffer: its rule, the regions with formulas, the allocation and the real need."""
+def _buffer_lines(b, where: str = "", width: int | None = None, sources: bool = True) -> list[str]:
+    """One buffer: its rule (and, with ``sources``, the upstream lines), the regions with
+    formulas, the allocation and the real need."""
     rule = {"max": "max of the regions (they reuse the memory)", "sum": "sum of the regions"}[b.rule]
     align_text = f", aligned to {format_bytes(b.alignment)}" if b.alignment > 1 else ""
     where_text = f" ({where})" if where else ""
-    out = wrap(f"{b.name}{where_text} = {rule}{align_text}" + (f"   [{b.source}]" if b.source else ""), width, "    ",
-               "")
+    source = f"   [{b.source}]" if b.source and sources else ""
+    out = wrap(f"{b.name}{where_text} = {rule}{align_text}{source}", width, "    ", "")
     rows = []
     for r in b.regions:
         used = format_int(r.num_bytes_used) if r.num_bytes_used != r.num_bytes else "same"
@@ -148,10 +175,11 @@ def render_report(report: Report, device: tuple[str, int] | None = None, verbose
         out.append(table(["record", "bytes", "fields (bytes, in order)"], rows, right={1}, width=width))
         out.append("")
 
+    sources = verbose or width is None  # upstream lines of each buffer: --verbose / --wide
     for b in report.buffers:
-        out.extend(_buffer_lines(b, width=width))
+        out.extend(_buffer_lines(b, width=width, sources=sources))
     for b in report.host_buffers:
-        out.extend(_buffer_lines(b, where="host memory, not in the device total", width=width))
+        out.extend(_buffer_lines(b, where="host memory, not in the device total", width=width, sources=sources))
 
     if len(report.buffers) > 1:
         out.append(f"Total device allocation: {bytes_cell(report.num_bytes)}"
@@ -184,8 +212,11 @@ def render_report(report: Report, device: tuple[str, int] | None = None, verbose
                  "the set" if lim.relation == "in" else format_int(lim.bound), "ok" if lim.ok else "BROKEN",
                  lim.source] for lim in shown]
         out.append(table(["limit", "value", "", "bound", "", "source"], rows, right={1, 3}, width=width))
+        if not sources:
+            out.append("(--verbose lists every limit and the sources of the buffers)")
     else:
-        out.append(f"Limits: all {len(report.limits)} upstream limits hold (--verbose lists them)")
+        out.append(f"Limits: all {len(report.limits)} upstream limits hold (--verbose lists them"
+                   + (", with the sources of the buffers)" if not sources else ")"))
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -219,15 +250,28 @@ def render_layout(report: Report, width: int | None = None) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def _device_line(device: tuple[str, int]) -> str:
+    from .placement import capacity_label
+
+    return f"of device: shares of {capacity_label(*device)}"
+
+
 def _runs_cell(name: str, runs_on: dict | None) -> list[str]:
     """The "on device" cell of ``name`` when ``runs_on`` ({backend: bool}) is given."""
     if runs_on is None:
         return []
-    if runs_on.get(name, True):
-        return ["yes"]
+    return ["yes" if runs_on.get(name, True) else "no"]
+
+
+def _runs_note(runs_on: dict | None, device_name: str, width: int | None) -> list[str]:
+    """One line naming where the backends that do not run on the device run."""
+    if not runs_on or all(runs_on.values()):
+        return []
     from .placement import vendors_text
 
-    return [f"no: {vendors_text(name)}"]
+    off = [n for n, ok in runs_on.items() if not ok]
+    return [""] + wrap("not on " + device_name + ": " + "; ".join(f"{n} runs on {vendors_text(n)}" for n in off),
+                       width, "  ", "")
 
 
 def render_compare(results: dict, device: tuple[str, int] | None = None, runs_on: dict | None = None,
@@ -250,10 +294,12 @@ def render_compare(results: dict, device: tuple[str, int] | None = None, runs_on
         rows.append([name, format_bytes(rep.num_bytes), format_bytes(rep.num_bytes_needed),
                      format_bytes(over) if over else "0", share] + _runs_cell(name, runs_on)
                     + [", ".join(b.name for b in rep.buffers), limit_text])
-    share_header = ("of the memory" if device[0].startswith("--hbm") else f"of {device[0]}") if device else ""
-    headers = (["backend", "allocation", "real need", "over-reserved", share_header]
+    headers = (["backend", "allocation", "real need", "over-reserved", "of device" if device else ""]
                + (["on device"] if runs_on is not None else []) + ["buffers", "tightest limit"])
-    out = [table(headers, rows, right={1, 2, 3, 4}, width=width), ""]
+    shift = 1 if runs_on is not None else 0
+    out = [_device_line(device)] if device else []
+    out.append(table(headers, rows, right={1, 2, 3, 4}, width=width, wrap_columns=(5 + shift,), below=6 + shift))
+    out += _runs_note(runs_on, device[0] if device else "", width) + [""]
     for name, rep in results.items():
         if not isinstance(rep, Report):
             continue
@@ -278,7 +324,7 @@ def render_compare(results: dict, device: tuple[str, int] | None = None, runs_on
 
 
 def render_fit(results: dict, budget: int, variable: str, budget_note: str = "", runs_on: dict | None = None,
-               width: int | None = None) -> str:
+               width: int | None = None, device_name: str = "the device") -> str:
     """The ``epbuf fit`` table: per backend, the largest value that fits and what binds.
     ``budget_note`` says where a default budget came from; ``runs_on`` as :func:`render_compare`."""
     label = "tokens per rank" if variable == "num_max_tokens_per_rank" else "EP ranks"
@@ -300,7 +346,9 @@ def render_fit(results: dict, budget: int, variable: str, budget_note: str = "",
                + [f"largest {label}", "allocation", "of budget", "largest region", "what binds next"])
     out = wrap(f"Largest {label} within a budget of {bytes_cell(budget)}" + (f" ({budget_note})" if budget_note
                                                                               else ""), width, "  ", "")
-    out += ["", table(headers, rows, right={1 + shift, 2 + shift, 3 + shift}, width=width)]
+    out += ["", table(headers, rows, right={1 + shift, 2 + shift, 3 + shift}, width=width,
+                      wrap_columns=(4 + shift,), below=5 + shift)]
+    out += _runs_note(runs_on, device_name, width)
     if notes:
         out += ["", "Limits broken independently of the fitted value:"] + notes
     return "\n".join(out).rstrip() + "\n"
@@ -311,9 +359,8 @@ def render_sweep(result, device: tuple[str, int] | None = None, width: int | Non
     cols = result.columns
     show = ["backend"] + [c for c in ("hidden", "num_topk", "num_experts", "num_ranks", "num_max_tokens_per_rank",
                                       "use_fp8_dispatch")]
-    share_header = ("of the memory" if device[0].startswith("--hbm") else f"of {device[0]}") if device else ""
     headers = ["backend", "hidden", "top-k", "experts", "ranks", "tokens", "dtype", "allocation", "bytes",
-               "real need"] + ([share_header] if device else []) + ["binding region", "broken limits / error"]
+               "real need"] + (["of device"] if device else []) + ["binding region", "broken limits / error"]
     rows = []
     for row in result.rows:
         r = dict(zip(cols, row))
@@ -327,7 +374,8 @@ def render_sweep(result, device: tuple[str, int] | None = None, width: int | Non
             cells += [r["binding"], r["broken_limits"].replace(";", "; ")]
         rows.append(cells)
     right = {1, 2, 3, 4, 5, 7, 8, 9} | ({10} if device else set())
-    return table(headers, rows, right=right, indent="", width=width) + "\n"
+    return ((_device_line(device) + "\n") if device else "") + table(
+        headers, rows, right=right, indent="", width=width, wrap_columns=(-2,), below=-1) + "\n"
 
 
 # --- engine reports (epbuf engine) ---------------------------------------------------------

@@ -22,8 +22,8 @@ def add_library_options(p: argparse.ArgumentParser) -> None:
                    help="network path: ib (GPU memory registered, default), efa (EFA configs, atomic buffer in host "
                         "memory), intel (atomic buffer in host memory), host-memory (RDMA and atomic buffers in "
                         "pinned host memory)")
-    x.add_argument("--per-expert-batching", dest="per_expert_batching", action="store_true",
-                   help="UCCL-EP built with PER_EXPERT_BATCHING=1 (low-latency send buffer per expert)")
+    x.add_argument("--per-expert-batching", dest="per_expert_batching", action="store_true", default=None,
+                   help="uccl-ll: UCCL-EP built with PER_EXPERT_BATCHING=1 (low-latency send buffer per expert)")
     o = p.add_argument_group("MORI-EP / pplx-kernels options")
     o.add_argument("--kernel-type", dest="kernel_type", metavar="NAME", type=nonempty_arg("a kernel type name"),
                    help="mori-ep: IntraNode, IntraNodeLL, InterNode, InterNodeV1, InterNodeV1LL, AsyncLL; "
@@ -48,7 +48,7 @@ def library_fields(args: argparse.Namespace) -> dict:
     return {
         "platform": _platform_from_args(args),
         "nic": args.nic,
-        "per_expert_batching": args.per_expert_batching,
+        "per_expert_batching": bool(args.per_expert_batching),
         "kernel_type": args.kernel_type,
         "max_total_recv_tokens": args.max_total_recv_tokens if args.max_total_recv_tokens is not None else 0,
         "quant_type": args.quant_type if args.quant_type is not None else "none",

@@ -188,8 +188,8 @@ BACKEND_OPTIONS = (
 
 
 def _given(value: object) -> bool:
-    """Whether an option of :data:`BACKEND_OPTIONS` was typed (their defaults are None/False/[])."""
-    return value is not None and value is not False and value != []
+    """Whether an option of :data:`BACKEND_OPTIONS` was typed (their defaults are None or [])."""
+    return value is not None and value != []
 
 
 def check_backend_options(args: argparse.Namespace, backends: tuple[str, ...], why: str = "") -> None:

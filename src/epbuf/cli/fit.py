@@ -88,5 +88,5 @@ def run(args: argparse.Namespace) -> int:
     from ..render import render_fit
 
     sys.stdout.write(render_fit(results, budget, variable, budget_note=note, runs_on=on_device,
-                                width=output_width(args)))
+                                width=output_width(args), device_name=device.title if device else ""))
     return 0
