@@ -268,3 +268,72 @@ def test_readme_installs_extras_from_a_checkout():
     assert "pip install 'epbuf[" not in readme
     for extra in ("plot", "sim", "torch", "test"):
         assert f"'.[{extra}]'" in readme
+
+
+# --- SVG byte maps --------------------------------------------------------------------
+SVG_PLANS = [(b, r) for b in backend_names() for r in ("8", "32")]
+
+
+def _svg_texts(svg: str):
+    import re
+    from xml.sax.saxutils import unescape
+
+    for m in re.finditer(r"<text x='([\d.]+)' y='[\d.]+' font-size='(\d+)' text-anchor='(\w+)'[^>]*>([^<]*)</text>", svg):
+        yield float(m.group(1)), int(m.group(2)), m.group(3), unescape(m.group(4))
+
+
+@pytest.mark.parametrize(("backend", "ranks"), SVG_PLANS)
+def test_every_byte_map_parses_fits_the_page_and_has_its_slot_grids(capsys, tmp_path, backend, ranks):
+    """Every backend's map is well-formed SVG, no label runs past the page, every region with a
+    slot shape (or arrays of records) gets its grid, and a real renderer draws it."""
+    import xml.etree.ElementTree as ET
+
+    from epbuf import svg as svg_module
+    from epbuf.plan import Plan, report
+
+    path = tmp_path / "map.svg"
+    code, _, err = run(capsys, "layout", "--backend", backend, "--model", "deepseek-v3", "--ranks", ranks,
+                       "--tokens", "256", "--svg", str(path))
+    assert code == 0 and err == ""
+    text = path.read_text()
+    root = ET.fromstring(text)
+    width = float(root.get("width"))
+    for x, size, anchor, content in _svg_texts(text):
+        w = svg_module._width(content, size)
+        left, right = {"start": (x, x + w), "end": (x - w, x), "middle": (x - w / 2, x + w / 2)}[anchor]
+        assert left >= 0 and right <= width + 1, (content, x, w)
+    rep = report(Plan(hidden=7168, num_topk=8, num_experts=256, num_ranks=int(ranks), num_max_tokens_per_rank=256,
+                      model="DeepSeek-V3"), backend)
+    gridded = [r for b in rep.buffers for r in b.regions if r.shape or r.arrays]
+    if backend in ("ascend", "deepep-v2", "deepep-v1", "deepep-ll", "uccl-ep", "uccl-ll") or \
+            (backend == "pplx" and ranks == "32"):
+        assert gridded, backend
+    for region in gridded:
+        names = [f"{region.name} / {a.name}:" for a in region.arrays] or [f"{region.name}:"]
+        assert all(n in text for n in names), names
+    cairosvg = pytest.importorskip("cairosvg")
+    png = cairosvg.svg2png(bytestring=text.encode())
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+
+def test_slot_shapes_match_the_region_bytes():
+    """A region's slot grid covers it exactly: rows x slots divides the bytes, and the record a
+    slot holds fits in the slot; arrays of records tile their region in order."""
+    from epbuf.plan import Plan, report
+
+    for backend in backend_names():
+        for ranks in (8, 32):
+            rep = report(Plan(hidden=7168, num_topk=8, num_experts=256, num_ranks=ranks,
+                              num_max_tokens_per_rank=256), backend)
+            records = {r.name: r for r in rep.records}
+            for region in (r for b in rep.buffers for r in b.regions):
+                if region.shape:
+                    rows, slots = region.shape
+                    assert region.num_bytes % (rows * slots) == 0, (backend, region.name)
+                    if region.record:
+                        assert records[region.record].num_bytes <= region.num_bytes // (rows * slots)
+                end = 0
+                for a in region.arrays:
+                    assert a.offset >= end and a.num_bytes == a.shape[0] * a.shape[1] * records[a.record].num_bytes
+                    end = a.offset + a.num_bytes
+                assert end <= region.num_bytes
