@@ -59,6 +59,24 @@ def _backend(args: argparse.Namespace) -> tuple[str, str]:
         return DEVICE_BACKENDS[vendor], f"chosen for {title}"
 
 
+#: The most token selections (ranks x tokens x top-k) a generated routing may have: about 0.5 GiB
+#: of int64 indices, a few seconds of simulation (benchmarks/README.md measures 8 M in 0.2-0.6 s).
+MAX_SELECTIONS = 1 << 26
+
+
+def _check_size(plan, num_tokens: int | None) -> None:
+    """Refuse, before any array is allocated, a generated routing too large to hold."""
+    tokens = num_tokens if num_tokens is not None else plan.num_max_tokens_per_rank
+    selections = plan.num_ranks * tokens * max(plan.num_topk, 1)
+    if selections > MAX_SELECTIONS:
+        from ..errors import InvalidArgumentError, Problem
+
+        raise InvalidArgumentError([Problem(
+            "num_tokens" if num_tokens is not None else "num_max_tokens_per_rank", tokens,
+            f"the routing would hold {selections:,} selections (ranks {plan.num_ranks:,} x tokens {tokens:,} x top-k "
+            f"{max(plan.num_topk, 1)}); allowed up to {MAX_SELECTIONS:,}: lower --tokens / --num-tokens or --ranks")])
+
+
 def run(args: argparse.Namespace) -> int:
     from ..simulate import simulate_options, to_dict
     from .._progress import terminal_progress
@@ -69,10 +87,13 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgumentError([Problem("hbm", args.hbm, "not used by simulate; --device names the link preset")])
     backend, why = _backend(args)
     check_backend_options(args, (backend,), why)
+    plan = plan_from_args(args)
+    if args.routing_file is None:
+        _check_size(plan, args.num_tokens)
     progress = terminal_progress(sys.stderr, "epbuf simulate", delay=1.0)
     try:
         sim, routing = simulate_options(
-            plan_from_args(args), backend, routing=args.routing, routing_file=args.routing_file,
+            plan, backend, routing=args.routing, routing_file=args.routing_file,
             seed=args.seed, num_tokens=args.num_tokens, masked_ratio=args.masked_ratio,
             expert_alignment=args.expert_alignment, device=args.device, network=args.network,
             nvlink_gbps=args.nvlink_gbps, rdma_gbps=args.rdma_gbps, latency_us=args.latency_us,

@@ -39,7 +39,28 @@ SCHEMA = "epbuf.simulate/1"
 DEFAULT_LINKS = {"ascend": "ascend-a3", "deepep-v2": "h800", "deepep-v1": "h800", "deepep-ll": "h800"}
 
 
+#: The largest routing tables a simulation builds: ranks x experts x 4 counters (int64, 0.5 GiB).
+MAX_TABLE_ENTRIES = 1 << 26
+
+
+def _check_plan(plan) -> None:
+    """What the routing tables need before anything is allocated: experts spread evenly over
+    the ranks, and per-(rank, expert) tables of a size memory holds."""
+    problems = []
+    experts = plan.num_total_experts
+    if experts % plan.num_ranks:
+        problems.append(Problem("num_experts", experts, f"must be a multiple of num_ranks = {plan.num_ranks} to "
+                                                        "place experts / ranks on each rank (experts + redundant "
+                                                        "experts)"))
+    if plan.num_ranks * experts * 4 > MAX_TABLE_ENTRIES:
+        problems.append(Problem("num_experts", experts, f"ranks {plan.num_ranks:,} x experts {experts:,} x 4 routing "
+                                                        f"counters exceed {MAX_TABLE_ENTRIES:,}: too large to simulate"))
+    if problems:
+        raise InvalidArgumentError(problems)
+
+
 def _check(plan, routing, report) -> None:
+    _check_plan(plan)
     problems = []
     experts = plan.num_total_experts
     if routing.num_ranks != plan.num_ranks:
@@ -81,6 +102,7 @@ def simulate(plan, backend: str, routing, *, links=None, expert_alignment: int =
     from .counts import RoutingStats
 
     check_int("expert_alignment", expert_alignment, 1)
+    _check_backend(backend)
     say = progress or (lambda stage: None)
     report = make_report(plan, backend)
     _check(plan, routing, report)
@@ -121,6 +143,15 @@ def simulate(plan, backend: str, routing, *, links=None, expert_alignment: int =
                       links=links, times=times, findings=tuple(findings))
 
 
+def _check_backend(backend: object) -> None:
+    """One line for a backend simulate does not model (the others size fine with ``hint``)."""
+    if backend not in DEFAULT_LINKS:
+        from ..errors import UnknownNameError
+
+        raise UnknownNameError(f"--backend (backend) = {backend!r}: simulate models {', '.join(DEFAULT_LINKS)}; "
+                               "`epbuf hint --backend NAME` sizes the others")
+
+
 def simulate_options(plan, backend: str, *, routing: str = "uniform", routing_file: str | None = None,
                      seed: int | None = 0, num_tokens: int | None = None, masked_ratio: float = 0.0,
                      expert_alignment: int = 1, device: str | None = None, network: str | None = None,
@@ -135,6 +166,8 @@ def simulate_options(plan, backend: str, *, routing: str = "uniform", routing_fi
     from .. import routing as routing_module
     from .links import custom_links, get_links
 
+    _check_backend(backend)
+    _check_plan(plan)
     say = progress or (lambda stage, done=None, total=None: None)
     links = custom_links(get_links(device or DEFAULT_LINKS[backend]), network=network, nvlink_gbps=nvlink_gbps,
                          rdma_gbps=rdma_gbps, latency_us=latency_us)
