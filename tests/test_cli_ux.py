@@ -337,3 +337,74 @@ def test_slot_shapes_match_the_region_bytes():
                     assert a.offset >= end and a.num_bytes == a.shape[0] * a.shape[1] * records[a.record].num_bytes
                     end = a.offset + a.num_bytes
                 assert end <= region.num_bytes
+
+
+# --- shell completion -----------------------------------------------------------------
+def _bash_complete(script: str, *words: str) -> list[str]:
+    """COMPREPLY of the generated bash function for the command line ``words`` (the last
+    one being completed), in a bash subprocess that sourced the script."""
+    import shlex
+    import subprocess
+
+    line = " ".join(shlex.quote(w) for w in ("epbuf",) + words)
+    probe = (f"source {shlex.quote(script)}\nCOMP_WORDS=({line})\nCOMP_CWORD={len(words)}\n_epbuf\n"
+             'printf "%s\\n" "${COMPREPLY[@]}"\n')
+    done = subprocess.run(["bash", "--norc", "--noprofile", "-c", probe], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return done.stdout.split()
+
+
+def test_bash_completion_completes_commands_options_and_values(capsys, tmp_path):
+    import shutil
+
+    if shutil.which("bash") is None:
+        pytest.skip("no bash")
+    code, out, _ = run(capsys, "completion", "bash")
+    script = tmp_path / "epbuf.bash"
+    script.write_text(out)
+    assert code == 0 and "complete -o default -F _epbuf epbuf" in out
+    assert _bash_complete(str(script), "hi") == ["hint"]
+    assert _bash_complete(str(script), "co") == ["compare", "completion"]
+    assert _bash_complete(str(script), "hint", "--dev") == ["--device"]
+    assert _bash_complete(str(script), "hint", "--device", "h2") == ["h20", "h200"]
+    assert _bash_complete(str(script), "hint", "--backend", "deepep-") == ["deepep-v2", "deepep-v1", "deepep-ll"]
+    assert _bash_complete(str(script), "sweep", "--pl") == ["--plot"]
+    assert _bash_complete(str(script), "engine", "vllm-a") == ["vllm-ascend"]
+    assert "--all2all-backend" in _bash_complete(str(script), "engine", "vllm", "--all")
+    assert _bash_complete(str(script), "engine", "vllm", "--all2all-backend", "deepep_l") == ["deepep_low_latency"]
+    assert _bash_complete(str(script), "completion", "--h") == ["--help"]
+
+
+def test_zsh_completion_defines_and_registers_the_function(capsys, tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("zsh") is None:
+        pytest.skip("no zsh")
+    code, out, _ = run(capsys, "completion", "zsh")
+    script = tmp_path / "_epbuf"
+    script.write_text(out)
+    # compadd / _files exist only inside a completion widget: stand-ins print what would be offered.
+    probe = (f"autoload -U compinit; compinit -u -d {tmp_path}/zcompdump; source {script}\n"
+             "print -r -- ${_comps[epbuf]}\n"
+             "compadd() { [[ $1 == -- ]] && shift; print -r -- \"$@\" }\n_files() { print FILES }\n"
+             "words=(epbuf hint --device ''); CURRENT=4; _epbuf\n"
+             "words=(epbuf sweep --csv ''); CURRENT=4; _epbuf\n"
+             "words=(epbuf engine ''); CURRENT=3; _epbuf\n")
+    done = subprocess.run(["zsh", "-f", "-c", probe], capture_output=True, text=True, timeout=30)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and lines[0] == "_epbuf", done.stderr
+    assert "h200" in lines[1].split() and lines[2] == "FILES" and "vllm-ascend" in lines[3].split()
+
+
+def test_completion_knows_every_command_and_option():
+    """The scripts come from the parsers: every command, every option of each."""
+    from epbuf.cli import COMMANDS
+    from epbuf.cli.completion import bash_script, commands, zsh_script
+
+    table = commands()
+    assert set(COMMANDS) <= set(table) and "engine sglang" in table
+    bash, zsh = bash_script(), zsh_script()
+    for options, _, _ in table.values():
+        for option in options:
+            assert option in bash and option in zsh

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "devices": ("presets", "the device memory presets, with their sources"),
     "versions": ("presets", "the upstream formula generations each backend supports (--backend-version)"),
     "engine": ("engine", "what a serving/training engine allocates with its flags; fit and fixes"),
+    "completion": ("completion", "a bash or zsh completion script, generated from the parser"),
 }
 
 
