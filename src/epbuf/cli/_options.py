@@ -289,7 +289,6 @@ def report_from_args(args: argparse.Namespace):
     """The report of the one backend ``--backend`` / ``--device`` selects, with the device's and the
     budget's findings first; and ``(capacity or None, budget or None)``. The options of other
     backends are refused first (:func:`check_backend_options`)."""
-    from ..placement import placement_findings
     from ..plan import report
 
     backend, device, chosen = backend_from_args(args)
@@ -297,9 +296,12 @@ def report_from_args(args: argparse.Namespace):
     rep = report(plan_from_args(args), backend)
     capacity = device_from_args(args)
     budget = budget_from_args(args, capacity)
-    found = placement_findings(rep, device=device, capacity=capacity, budget=budget, chosen=chosen)
-    if found:
-        rep = rep.replace(findings=found + rep.findings)
+    if capacity is not None or budget is not None:  # (placement is imported only then: cold start)
+        from ..placement import placement_findings
+
+        found = placement_findings(rep, device=device, capacity=capacity, budget=budget, chosen=chosen)
+        if found:
+            rep = rep.replace(findings=found + rep.findings)
     return rep, capacity, budget
 
 
