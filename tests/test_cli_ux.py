@@ -408,3 +408,57 @@ def test_completion_knows_every_command_and_option():
     for options, _, _ in table.values():
         for option in options:
             assert option in bash and option in zsh
+
+
+# --- output people can read -----------------------------------------------------------
+WIDE_COMMANDS = [
+    ("hint",), ("hint", "--model", "deepseek-v3", "--ranks", "64", "--device", "h200"),
+    ("hint", "--backend", "mori-ep", "--ranks", "32"), ("hint", "--backend", "uccl-ep", "--ranks", "32", "--verbose"),
+    ("hint", "--hidden", "7000", "--ranks", "300"), ("hint", "--backend", "deepep-v1", "--ranks", "32", "--verbose"),
+    ("devices",), ("models",), ("layout", "--backend", "deepep-v2"), ("compare", "--device", "h200"),
+    ("fit", "--device", "h200"), ("sweep", "--tokens", "1:3", "--ranks", "8,24"),
+]
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+@pytest.mark.parametrize("argv", WIDE_COMMANDS)
+def test_text_fits_the_terminal_width(capsys, monkeypatch, argv, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    code, out, _ = run(capsys, *argv)
+    longest = max(out.splitlines(), key=len)
+    assert code == 0 and len(longest) <= columns, longest
+
+
+def test_without_a_terminal_text_wraps_at_100_columns(capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    code, out, _ = run(capsys, "hint", "--model", "deepseek-v3", "--ranks", "64", "--device", "h200")
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_wide_and_verbose_show_the_sources_and_json_stays_complete(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    _, out, _ = run(capsys, "hint")
+    assert "[csrc/buffers/ep.hpp:581-605]" not in out and "--verbose lists" in flat(out)
+    _, out, _ = run(capsys, "hint", "--wide")
+    assert "EP buffer = max of the regions (they reuse the memory), aligned to 2.00 MiB   [csrc/buffers/ep.hpp:581-605]" \
+        in out.splitlines()
+    _, out, _ = run(capsys, "hint", "--verbose")
+    assert "[csrc/buffers/ep.hpp:581-605]" in flat(out)
+    _, out, _ = run(capsys, "devices")
+    assert "nvidia-smi" not in out and "--wide" in flat(out)
+    _, out, _ = run(capsys, "devices", "--wide")
+    assert "nvidia-smi memory.total" in out and "150,754,820,096" in out
+    _, out, _ = run(capsys, "devices", "--json")
+    assert all(d["source"] for d in json.loads(out)["devices"])
+    _, out, _ = run(capsys, "models", "--wide")
+    assert "config.json" in out
+    _, out, _ = run(capsys, "models", "--json")
+    assert all(m["source"] for m in json.loads(out)["models"])
+
+
+def test_sweep_says_the_constant_axes_once(capsys):
+    code, out, _ = run(capsys, "sweep", "--tokens", "1:3", "--ranks", "8,24", "--backends", "ascend")
+    assert code == 0 and out.splitlines()[0] == "every row: hidden 7,168, top-k 6, experts 256, dtype FP8"
+    assert out.splitlines()[1].split()[:3] == ["backend", "ranks", "tokens"]
+    code, out, _ = run(capsys, "sweep", "--tokens", "1:3", "--backends", "ascend", "--wide")
+    assert out.splitlines()[0].split()[:3] == ["backend", "hidden", "top-k"]

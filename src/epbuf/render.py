@@ -10,15 +10,23 @@ __all__ = ["table", "bytes_cell", "render_report", "render_layout", "render_inpu
 
 
 def wrap(text: str, width: int | None, indent: str = "", first: str | None = None) -> list[str]:
-    """``text`` broken at spaces into lines of at most ``width`` characters (a longer word gets
-    a line of its own), the first prefixed by ``first`` (default ``indent``), the others by
-    ``indent``. ``width`` None: one line."""
+    """``text`` broken at spaces into lines of at most ``width`` characters, the first prefixed
+    by ``first`` (default ``indent``), the others by ``indent``; a word longer than a line is cut
+    (after a ``/`` or ``,`` where it has one). ``width`` None: one line."""
     first = indent if first is None else first
     if width is None or len(first) + len(text) <= width:
         return [first + text]
+    room = max(8, width - len(indent))
+    words: list[str] = []
+    for word in text.split():
+        while len(word) > room:
+            cut = max(word.rfind("/", 0, room), word.rfind(",", 0, room)) + 1 or room
+            words.append(word[:cut])
+            word = word[cut:]
+        words.append(word)
     lines: list[str] = []
     line, prefix = "", first
-    for word in text.split():
+    for word in words:
         if line and len(prefix) + len(line) + 1 + len(word) > width:
             lines.append(prefix + line)
             line, prefix = word, indent
@@ -29,40 +37,50 @@ def wrap(text: str, width: int | None, indent: str = "", first: str | None = Non
 
 
 def table(headers: list[str], rows: list[list[str]], right: set[int] | None = None, indent: str = "  ",
-          width: int | None = None, wrap_columns: tuple[int, ...] = (-1,), below: int | None = None) -> str:
+          width: int | None = None, wrap_columns: tuple[int, ...] = (-1,), below: int | tuple = ()) -> str:
     """A plain-text table; columns in ``right`` are right-aligned (numbers).
 
-    When a line would be longer than ``width``: the column ``below`` (if given; a long
-    sentence such as a reason) moves under its row, wrapped to the full width; then the widest
-    of ``wrap_columns`` (default the last) are narrowed, down to 12 characters, and their cells
-    wrapped onto continuation lines."""
+    When a line would be longer than ``width``, the widest of ``wrap_columns`` (default the
+    last) are narrowed, down to 12 characters (or their header), and their cells wrapped onto
+    continuation lines. When that cannot fit the width, the columns ``below`` (a long sentence
+    such as a formula or a reason), one after another until the rest fits, move under their row,
+    wrapped to the full width."""
     right = right or set()
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
+    ncols = len(headers)
+    wrapping = sorted({c % ncols for c in wrap_columns})
 
-    def excess() -> int:
-        return len(indent) + sum(widths) + 2 * (len(widths) - 1) - width
+    def floor(c: int) -> int:
+        return min(widths[c], max(12, len(headers[c])))
 
-    if width is not None and below is not None and excess() > 0:
-        below %= len(headers)
-        keep = [i for i in range(len(headers)) if i != below]
-        under = [f"{headers[below]}: {r[below]}" if below < len(r) and r[below] else "" for r in rows]
-        headers = [headers[i] for i in keep]
-        rows = [[r[i] for i in keep if i < len(r)] for r in rows]
-        widths = [widths[i] for i in keep]
-        right = {keep.index(i) for i in right if i in keep}
-        wrap_columns = tuple(keep.index(c % len(keep + [below])) for c in wrap_columns
-                             if c % len(keep + [below]) in keep)
-    else:
-        under = None
-    wrapping = sorted({c % len(headers) for c in wrap_columns})
+    def total(cols: list[int], narrowed: list[int]) -> int:
+        return len(indent) + sum(floor(c) if c in narrowed else widths[c] for c in cols) + 2 * (len(cols) - 1)
+
+    under: list[list[str]] = [[] for _ in rows]
+    moving = [c % ncols for c in ((below,) if isinstance(below, int) else below)]
+    if width is not None and moving:
+        cols = list(range(ncols))
+        moved = []
+        for c in moving:
+            if total(cols, wrapping) <= width:
+                break
+            cols.remove(c)
+            moved.append(c)
+        for k, r in enumerate(rows):
+            under[k] = [f"{headers[c]}: {r[c]}" for c in moved if c < len(r) and r[c]]
+        right = {cols.index(i) for i in right if i in cols}
+        wrapping = [cols.index(c) for c in wrapping if c in cols]
+        headers = [headers[i] for i in cols]
+        rows = [[r[i] for i in cols if i < len(r)] for r in rows]
+        widths = [widths[i] for i in cols]
     if width is not None and wrapping:
-        over = excess()
+        over = len(indent) + sum(widths) + 2 * (len(widths) - 1) - width
         while over > 0:
-            col = max(wrapping, key=lambda c: widths[c])
-            if widths[col] <= max(12, len(headers[col])):
+            col = max(wrapping, key=lambda c: widths[c] - floor(c))
+            if widths[col] <= floor(col):
                 break
             widths[col] -= 1
             over -= 1
@@ -84,8 +102,8 @@ def table(headers: list[str], rows: list[list[str]], right: set[int] | None = No
     out = line(headers) + [indent + "  ".join("-" * w for w in widths)]
     for k, r in enumerate(rows):
         out.extend(line(r))
-        if under is not None and under[k]:
-            out.extend(wrap(under[k], width, indent + "    "))
+        for text in under[k]:
+            out.extend(wrap(text, width, indent + "    "))
     return "\n".join(out)
 
 
@@ -130,19 +148,20 @@ def _buffer_lines(b, where: str = "", width: int | None = None, sources: bool = 
     for r in b.regions:
         used = format_int(r.num_bytes_used) if r.num_bytes_used != r.num_bytes else "same"
         rows.append([r.name, format_int(r.num_bytes), format_bytes(r.num_bytes), used, r.formula])
-    out.append(table(["region", "hint bytes", "", "real run", "formula"], rows, right={1, 2, 3}, width=width))
+    out.append(table(["region", "hint bytes", "", "real run", "formula"], rows, right={1, 2, 3}, width=width,
+                     wrap_columns=(0, 4), below=4))
+    pad = " " * 21
     if b.rule == "max" and len(b.regions) > 1:
         largest = b.binding_region()
-        out.append(f"  max:               {bytes_cell(largest.num_bytes)}   ({largest.name})")
+        out += wrap(f"{bytes_cell(largest.num_bytes)}   ({largest.name})", width, pad, "  max:               ")
     out.append(f"  allocated (hint):  {bytes_cell(b.num_bytes)}")
     if b.num_bytes_needed < b.num_bytes:
-        out.append(f"  real need:         {bytes_cell(b.num_bytes_needed)}   "
-                   f"(hint over-reserves {bytes_cell(b.num_bytes - b.num_bytes_needed)})")
+        need = f"(hint over-reserves {bytes_cell(b.num_bytes - b.num_bytes_needed)})"
     elif b.num_bytes_needed > b.num_bytes:
-        out.append(f"  real need:         {bytes_cell(b.num_bytes_needed)}   "
-                   f"(hint UNDER-reserves {bytes_cell(b.num_bytes_needed - b.num_bytes)})")
+        need = f"(hint UNDER-reserves {bytes_cell(b.num_bytes_needed - b.num_bytes)})"
     else:
-        out.append(f"  real need:         {bytes_cell(b.num_bytes_needed)}   (the hint reserves exactly this)")
+        need = "(the hint reserves exactly this)"
+    out += wrap(f"{bytes_cell(b.num_bytes_needed)}   {need}", width, pad, "  real need:         ")
     out.append("")
     return out
 
@@ -172,7 +191,8 @@ def render_report(report: Report, device: tuple[str, int] | None = None, verbose
     if report.records:
         out.append("Token records (bytes per slot)")
         rows = [[r.name, format_int(r.num_bytes), _record_summary(r)] for r in report.records]
-        out.append(table(["record", "bytes", "fields (bytes, in order)"], rows, right={1}, width=width))
+        out.append(table(["record", "bytes", "fields (bytes, in order)"], rows, right={1}, width=width,
+                         wrap_columns=(0, 2)))
         out.append("")
 
     sources = verbose or width is None  # upstream lines of each buffer: --verbose / --wide
@@ -182,20 +202,21 @@ def render_report(report: Report, device: tuple[str, int] | None = None, verbose
         out.extend(_buffer_lines(b, where="host memory, not in the device total", width=width, sources=sources))
 
     if len(report.buffers) > 1:
-        out.append(f"Total device allocation: {bytes_cell(report.num_bytes)}"
-                   f"   (real need {bytes_cell(report.num_bytes_needed)})")
+        out += wrap(f"Total device allocation: {bytes_cell(report.num_bytes)}"
+                    f"   (real need {bytes_cell(report.num_bytes_needed)})", width, "  ", "")
     if report.host_buffers:
-        out.append(f"Total host allocation:   {bytes_cell(report.host_num_bytes)}   (per device, pinned)")
+        out += wrap(f"Total host allocation:   {bytes_cell(report.host_num_bytes)}   (per device, pinned)", width, "  ", "")
     if device is not None:
         from .placement import capacity_label
 
         name, capacity = device
         share = report.num_bytes / capacity * 100
         state = "" if report.num_bytes <= capacity else "   DOES NOT FIT"
-        out.append(f"Share of {capacity_label(name, capacity)}: {share:.2f} %{state}")
+        out += wrap(f"Share of {capacity_label(name, capacity)}: {share:.2f} %{state}", width, "  ", "")
     if budget is not None:
         state = "fits" if report.num_bytes <= budget else "OVER BUDGET"
-        out.append(f"Share of --budget {format_bytes(budget)}: {report.num_bytes / budget * 100:.2f} %   ({state})")
+        out += wrap(f"Share of --budget {format_bytes(budget)}: {report.num_bytes / budget * 100:.2f} %   ({state})",
+                    width, "  ", "")
     if len(report.buffers) > 1 or device is not None or budget is not None:
         out.append("")
 
@@ -211,12 +232,13 @@ def render_report(report: Report, device: tuple[str, int] | None = None, verbose
         rows = [[lim.name, format_int(lim.value), lim.relation,
                  "the set" if lim.relation == "in" else format_int(lim.bound), "ok" if lim.ok else "BROKEN",
                  lim.source] for lim in shown]
-        out.append(table(["limit", "value", "", "bound", "", "source"], rows, right={1, 3}, width=width))
+        out.append(table(["limit", "value", "", "bound", "", "source"], rows, right={1, 3}, width=width,
+                         wrap_columns=(0, 5), below=5))
         if not sources:
-            out.append("(--verbose lists every limit and the sources of the buffers)")
+            out += wrap("(--verbose lists every limit and the sources of the buffers)", width)
     else:
-        out.append(f"Limits: all {len(report.limits)} upstream limits hold (--verbose lists them"
-                   + (", with the sources of the buffers)" if not sources else ")"))
+        out += wrap(f"Limits: all {len(report.limits)} upstream limits hold (--verbose lists them"
+                    + (", with the sources of the buffers)" if not sources else ")"), width, "  ", "")
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -298,7 +320,8 @@ def render_compare(results: dict, device: tuple[str, int] | None = None, runs_on
                + (["on device"] if runs_on is not None else []) + ["buffers", "tightest limit"])
     shift = 1 if runs_on is not None else 0
     out = [_device_line(device)] if device else []
-    out.append(table(headers, rows, right={1, 2, 3, 4}, width=width, wrap_columns=(5 + shift,), below=6 + shift))
+    out.append(table(headers, rows, right={1, 2, 3, 4}, width=width, wrap_columns=(5 + shift,),
+                     below=(6 + shift, 5 + shift)))
     out += _runs_note(runs_on, device[0] if device else "", width) + [""]
     for name, rep in results.items():
         if not isinstance(rep, Report):
@@ -316,7 +339,8 @@ def render_compare(results: dict, device: tuple[str, int] | None = None, runs_on
             for r in b.regions:
                 region_rows.append([f"{b.name} (host)", r.name, format_int(r.num_bytes), format_bytes(r.num_bytes),
                                     "same" if r.num_bytes_used == r.num_bytes else format_int(r.num_bytes_used)])
-        out.append(table(["buffer", "region", "hint bytes", "", "real run"], region_rows, right={2, 3, 4}))
+        out.append(table(["buffer", "region", "hint bytes", "", "real run"], region_rows, right={2, 3, 4}, width=width,
+                         wrap_columns=(0, 1)))
         shown = [f for f in rep.findings if f.severity == "error" or f.code == "device.backend-mismatch"]
         out += _finding_lines(shown, width)
         out.append("")
@@ -343,9 +367,9 @@ def render_fit(results: dict, budget: int, variable: str, budget_note: str = "",
                           "  ")
     shift = 1 if runs_on is not None else 0
     headers = (["backend"] + (["on device"] if runs_on is not None else [])
-               + [f"largest {label}", "allocation", "of budget", "largest region", "what binds next"])
-    out = wrap(f"Largest {label} within a budget of {bytes_cell(budget)}" + (f" ({budget_note})" if budget_note
-                                                                              else ""), width, "  ", "")
+               + ["largest", "allocation", "of budget", "largest region", "what binds next"])
+    out = wrap(f"Largest {label} within a budget of {bytes_cell(budget)}"
+               + (f" ({budget_note})" if budget_note else ""), width, "  ", "")
     out += ["", table(headers, rows, right={1 + shift, 2 + shift, 3 + shift}, width=width,
                       wrap_columns=(4 + shift,), below=5 + shift)]
     out += _runs_note(runs_on, device_name, width)
@@ -354,17 +378,26 @@ def render_fit(results: dict, budget: int, variable: str, budget_note: str = "",
     return "\n".join(out).rstrip() + "\n"
 
 
+_SWEEP_AXES = (("hidden", "hidden"), ("num_topk", "top-k"), ("num_experts", "experts"), ("num_ranks", "ranks"),
+               ("num_max_tokens_per_rank", "tokens"), ("use_fp8_dispatch", "dtype"))
+
+
 def render_sweep(result, device: tuple[str, int] | None = None, width: int | None = None) -> str:
-    """The sweep as a table for people: one line per configuration."""
+    """The sweep as a table for people: one line per configuration. Axes with one value across
+    the sweep are said once above the table, not repeated in a column (``--wide``: every column)."""
     cols = result.columns
-    show = ["backend"] + [c for c in ("hidden", "num_topk", "num_experts", "num_ranks", "num_max_tokens_per_rank",
-                                      "use_fp8_dispatch")]
-    headers = ["backend", "hidden", "top-k", "experts", "ranks", "tokens", "dtype", "allocation", "bytes",
-               "real need"] + (["of device"] if device else []) + ["binding region", "broken limits / error"]
+
+    def cell(name: str, value) -> str:
+        return ("FP8" if value else "BF16") if name == "use_fp8_dispatch" else format_int(value)
+
+    shown = [(n, h) for n, h in _SWEEP_AXES if width is None or n in result.varying or not result.rows]
+    fixed = [(n, h) for n, h in _SWEEP_AXES if (n, h) not in shown]
+    headers = (["backend"] + [h for _, h in shown] + ["allocation", "bytes", "real need"]
+               + (["of device"] if device else []) + ["binding region", "broken limits / error"])
     rows = []
     for row in result.rows:
         r = dict(zip(cols, row))
-        cells = [r["backend"]] + [format_int(r[c]) for c in show[1:-1]] + ["FP8" if r["use_fp8_dispatch"] else "BF16"]
+        cells = [r["backend"]] + [cell(n, r[n]) for n, _ in shown]
         if r["num_bytes"] is None:
             cells += ["rejected", "", ""] + ([""] if device else []) + ["", r["error"]]
         else:
@@ -373,9 +406,15 @@ def render_sweep(result, device: tuple[str, int] | None = None, width: int | Non
                 cells.append(f"{r['num_bytes'] / device[1] * 100:.1f} %")
             cells += [r["binding"], r["broken_limits"].replace(";", "; ")]
         rows.append(cells)
-    right = {1, 2, 3, 4, 5, 7, 8, 9} | ({10} if device else set())
-    return ((_device_line(device) + "\n") if device else "") + table(
-        headers, rows, right=right, indent="", width=width, wrap_columns=(-2,), below=-1) + "\n"
+    first_result = 1 + len(shown)  # allocation, bytes, real need (and the share) are numbers too
+    right = ({i for i, (n, _) in enumerate(shown, start=1) if n != "use_fp8_dispatch"}
+             | set(range(first_result, first_result + 3 + (1 if device else 0))))
+    head = [_device_line(device)] if device else []
+    if fixed and result.rows:
+        first = dict(zip(cols, result.rows[0]))
+        head += wrap("every row: " + ", ".join(f"{h} {cell(n, first[n])}" for n, h in fixed), width)
+    return "\n".join(head + [table(headers, rows, right=right, indent="", width=width, wrap_columns=(-2,),
+                                    below=(-1,))]) + "\n"
 
 
 # --- engine reports (epbuf engine) ---------------------------------------------------------

@@ -56,11 +56,16 @@ def run_devices(args: argparse.Namespace) -> int:
 
     from ..placement import DEVICE_BACKENDS
 
-    rows = [[d.name, d.title, format_int(d.num_bytes), format_bytes(d.num_bytes), d.label, str(d.ranks_per_node),
-             DEVICE_BACKENDS[d.vendor]] + ([d.source] if args.wide else []) for d in DEVICES.values()]
-    headers = ["device", "title", "bytes", "", "label", "per node", "backend"] + (["source"] if args.wide else [])
-    sys.stdout.write(table(headers, rows, right={2, 3, 5}, indent="", width=output_width(args),
-                           wrap_columns=(1, 4)) + "\n")
+    width = output_width(args)
+    exact = width is None or width >= 100  # the exact bytes (as the driver reports them) when there is room
+    rows = [[d.name, d.title] + ([format_int(d.num_bytes)] if exact else []) + [format_bytes(d.num_bytes), d.label,
+             str(d.ranks_per_node), DEVICE_BACKENDS[d.vendor]] + ([d.source] if args.wide else [])
+            for d in DEVICES.values()]
+    headers = (["device", "title"] + (["bytes"] if exact else []) + ["memory", "label", "per node", "backend"]
+               + (["source"] if args.wide else []))
+    shift = 0 if exact else -1
+    sys.stdout.write(table(headers, rows, right={2, 3 + shift, 5 + shift} - {1}, indent="", width=width,
+                           wrap_columns=(1, 4 + shift)) + "\n")
     if not args.wide:
         from ..render import wrap
 
