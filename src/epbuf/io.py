@@ -42,9 +42,11 @@ def _open_mode(binary: bool) -> dict:
 def _write_stdout(write: Callable[[object], None], binary: bool, option: str) -> None:
     import sys
 
-    stream = sys.stdout.buffer if binary else sys.stdout
-    if stream is None:
+    if sys.stdout is None:
         raise OutputFileError(f"{option}: -: standard output is closed")
+    stream = getattr(sys.stdout, "buffer", None) if binary else sys.stdout
+    if stream is None:  # a text-only stream in place of stdout (an embedding application's)
+        raise OutputFileError(f"{option}: -: standard output takes no binary data here")
     try:
         write(stream)
         stream.flush()

@@ -33,7 +33,8 @@ from ._record import Record, factory
 
 from .units import align
 
-__all__ = ["Field", "RecordLayout", "Region", "Buffer", "Finding", "LimitCheck", "Quantity", "Report", "Summary"]
+__all__ = ["Field", "RecordLayout", "Region", "RecordArray", "Buffer", "Finding", "LimitCheck", "Quantity", "Report",
+           "Summary"]
 
 
 class Field(Record):
@@ -128,9 +129,16 @@ class Region(Record):
         num_bytes_used: bytes a real run with these shapes needs for it.
         formula: the arithmetic in words, with the numbers filled in.
         source: upstream ``file:line`` of the formula.
-        shape: for a region that is an array of token records, its ``(rows, slots)``
-            (e.g. ``(num_ranks, num_max_tokens_per_rank)``); ``()`` otherwise.
-        record: the name of the :class:`RecordLayout` each slot holds (with ``shape``).
+        shape: for a region that is an array of token slots, its ``(rows, slots)``
+            (e.g. ``(num_ranks, num_max_tokens_per_rank)``); ``()`` otherwise. A slot is
+            ``num_bytes / (rows x slots)`` bytes.
+        record: the name of the :class:`RecordLayout` each slot holds (with ``shape``; it may be
+            smaller than the slot, e.g. an FP8 message in a slot sized for BF16); ``""`` when
+            each slot holds one field, the region being one of several field arrays (DeepEP
+            V1's normal-mode hints).
+        arrays: for a region made of several arrays of records one after another (DeepEP V2:
+            a phase's receive and send buffers), each :class:`RecordArray` at its offset in the
+            region; ``()`` otherwise.
     """
 
     name: str
@@ -140,6 +148,25 @@ class Region(Record):
     source: str = ""
     shape: tuple = ()
     record: str = ""
+    arrays: tuple = ()
+
+
+class RecordArray(Record):
+    """One array of token records inside a :class:`Region`.
+
+    Attributes:
+        name: upstream's name for it (``"scaleup_recv_buffer"``).
+        offset: byte offset from the start of the region.
+        shape: ``(rows, slots)``.
+        record: the name of the :class:`RecordLayout` each slot holds.
+        num_bytes: ``rows x slots x`` the record's stride.
+    """
+
+    name: str
+    offset: int
+    shape: tuple
+    record: str
+    num_bytes: int
 
 
 class Buffer(Record):
@@ -342,7 +369,9 @@ def _buffer_dict(b: Buffer) -> dict:
         "source": b.source,
         "regions": [
             {"name": r.name, "num_bytes": r.num_bytes, "num_bytes_used": r.num_bytes_used,
-             "formula": r.formula, "source": r.source, "shape": list(r.shape), "record": r.record}
+             "formula": r.formula, "source": r.source, "shape": list(r.shape), "record": r.record,
+             "arrays": [{"name": a.name, "offset": a.offset, "shape": list(a.shape), "record": a.record,
+                         "num_bytes": a.num_bytes} for a in r.arrays]}
             for r in b.regions
         ],
     }
@@ -352,7 +381,9 @@ def _buffer_from_dict(b: dict) -> Buffer:
     return Buffer(
         name=b["name"], rule=b["rule"], alignment=b["alignment"], num_bytes=b["num_bytes"],
         num_bytes_needed=b["num_bytes_needed"], source=b["source"],
-        regions=tuple(Region(**{**r, "shape": tuple(r["shape"])}) for r in b["regions"]),
+        regions=tuple(Region(**{**r, "shape": tuple(r["shape"]),
+                                 "arrays": tuple(RecordArray(**{**a, "shape": tuple(a["shape"])})
+                                                 for a in r.get("arrays", ()))}) for r in b["regions"]),
     )
 
 

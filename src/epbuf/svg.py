@@ -15,7 +15,7 @@ from xml.sax.saxutils import escape
 from .report import RecordLayout, Region, Report
 from .units import format_bytes, format_int
 
-__all__ = ["render_svg", "FIELD_COLORS"]
+__all__ = ["render_svg", "check_svg_path", "FIELD_COLORS"]
 
 FIELD_COLORS = {
     "hidden": "#4e79a7",
@@ -83,6 +83,7 @@ def _bar(record: RecordLayout, start: int, end: int, y: float, extra: dict[str, 
     scale = BAR_WIDTH / span
     stride = record.num_bytes
     row_ends = [-1e9] * _LABEL_ROWS
+    labels: list[str] = []  # drawn after every tick and leader line
     for f in record.fields:
         lo, hi = max(f.offset, start), min(f.end, end)
         if hi <= lo:
@@ -110,14 +111,22 @@ def _bar(record: RecordLayout, start: int, end: int, y: float, extra: dict[str, 
                     if row:
                         out.append(f"<line x1='{x0:.1f}' y1='{y + BAR_HEIGHT + 4:.1f}' x2='{x0:.1f}' "
                                    f"y2='{y + BAR_HEIGHT + drop:.1f}' stroke='#bbb'/>")
-                    out.append(_text(x0, y + BAR_HEIGHT + 14 + 12 * row, text, 10, "middle", "#444"))
+                    # A white patch under the label hides the leader lines of the rows below it.
+                    labels.append(f"<rect x='{x0 - half - 1:.1f}' y='{y + BAR_HEIGHT + 5 + 12 * row:.1f}' "
+                                  f"width='{2 * half + 2:.1f}' height='11' fill='white'/>")
+                    labels.append(_text(x0, y + BAR_HEIGHT + 14 + 12 * row, text, 10, "middle", "#444"))
                     row_ends[row] = x0 + half
                     break
+    out += labels
     # The record's end, and a marker for reads past it.
     if start < stride <= end:
         xs = LEFT + (stride - start) * scale
         out.append(f"<line x1='{xs:.1f}' y1='{y - 6:.1f}' x2='{xs:.1f}' y2='{y + BAR_HEIGHT + 6:.1f}' stroke='#d62728' stroke-width='2'/>")
-        out.append(_text(xs + 4, y - 8, f"record end {format_int(stride)}", 10, "start", "#d62728"))
+        label = f"record end {format_int(stride)}"
+        if xs + 4 + _width(label, 10) <= WIDTH - 4:
+            out.append(_text(xs + 4, y - 8, label, 10, "start", "#d62728"))
+        else:  # no room right of the line: the label ends at it
+            out.append(_text(xs - 4, y - 8, label, 10, "end", "#d62728"))
     return out
 
 
@@ -160,16 +169,17 @@ def _record_block(record: RecordLayout, y: float, extra: dict[str, str]) -> tupl
     return out, y
 
 
-def _region_block(region: Region, record: RecordLayout | None, y: float) -> tuple[list[str], float]:
-    rows, slots = region.shape
-    stride = record.num_bytes if record else region.num_bytes // max(1, rows * slots)
-    out = [_text(LEFT, y, f"{region.name}: {format_int(rows)} x {format_int(slots)} slots x "
-                          f"{format_int(stride)} B = {format_int(region.num_bytes)} B ({format_bytes(region.num_bytes)})",
-                 14, weight="bold")]
-    y += 8
-    out.append(_text(LEFT, y + 14, f"offset(row r, slot t) = r x {format_int(slots)} x {format_int(stride)} + "
-                                   f"t x {format_int(stride)}", 11, color="#555"))
-    y += 24
+def _grid(title: str, note: str, rows: int, slots: int, stride: int, base: int, y: float) -> tuple[list[str], float]:
+    """A grid of slots (the first rows and slots, and the last of each) with each slot's byte
+    offset ``base + r x slots x stride + t x stride`` from the start of its region."""
+    out = []
+    for line in _wrap(title, 14):
+        out.append(_text(LEFT, y, line, 14, weight="bold"))
+        y += 18
+    for line in _wrap(note, 11):
+        out.append(_text(LEFT, y, line, 11, color="#555"))
+        y += 15
+    y += 4
     show_rows = list(range(min(rows, 3))) + ([rows - 1] if rows > 3 else [])
     show_slots = list(range(min(slots, 4))) + ([slots - 1] if slots > 4 else [])
     cell_w, cell_h, label_w = 150, 26, 90
@@ -177,17 +187,116 @@ def _region_block(region: Region, record: RecordLayout | None, y: float) -> tupl
         if rows > 3 and i == 3:
             out.append(_text(LEFT + label_w / 2, y + 12, "...", 14, "middle"))
             y += 18
-        out.append(_text(LEFT, y + cell_h / 2 + 4, f"row {r}", 11))
+        out.append(_text(LEFT, y + cell_h / 2 + 4, f"row {format_int(r)}", 11))
         for j, t in enumerate(show_slots):
             x = LEFT + label_w + j * (cell_w + 6) + (40 if slots > 4 and j == 4 else 0)
             if slots > 4 and j == 4:
                 out.append(_text(x - 24, y + cell_h / 2 + 4, "...", 14, "middle"))
-            offset = r * slots * stride + t * stride
+            label = f"t={format_int(t)}: {format_int(base + r * slots * stride + t * stride)}"
+            size = 10 if _width(label, 10) <= cell_w - 8 else max(6, int((cell_w - 8) / (len(label) * 0.6)))
             out.append(f"<rect x='{x}' y='{y:.1f}' width='{cell_w}' height='{cell_h}' fill='#4e79a7' fill-opacity='0.15' "
                        f"stroke='#4e79a7'/>")
-            out.append(_text(x + cell_w / 2, y + cell_h / 2 + 4, f"t={t}: {format_int(offset)}", 10, "middle"))
+            out.append(_text(x + cell_w / 2, y + cell_h / 2 + 4, label, size, "middle"))
         y += cell_h + 6
     return out, y + 20
+
+
+def _stride(num_bytes: int, rows: int, slots: int, record: RecordLayout | None) -> int:
+    """Bytes per slot: the region's bytes over its slots (a slot may be larger than its record)."""
+    if rows * slots and num_bytes % (rows * slots) == 0:
+        return num_bytes // (rows * slots)
+    return record.num_bytes if record else 0
+
+
+def _holds(record: RecordLayout | None, stride: int) -> str:
+    """``; record: NAME`` (and how much of each slot it fills when it is smaller)."""
+    if record is None:
+        return ""
+    if record.num_bytes == stride:
+        return f"; record: {record.name}"
+    return f"; record: {record.name} ({format_int(record.num_bytes)} B of each slot)"
+
+
+def _region_blocks(buffer: str, region: Region, records: dict[str, RecordLayout], fields: int,
+                   y: float) -> tuple[list[str], float]:
+    """The slot grids of ``region`` (of ``buffer``): one for a region that is an array of slots
+    (``shape``), one per array of a composite region (``arrays``). ``fields`` > 1: the region is
+    the first of that many field arrays of the same shape (DeepEP V1's hints), the others get a
+    line each (drawn by the caller)."""
+    out: list[str] = []
+    total = f" = {format_int(region.num_bytes)} B ({format_bytes(region.num_bytes)})"
+    if region.arrays:
+        for a in region.arrays:
+            rows, slots = a.shape
+            record = records.get(a.record)
+            stride = _stride(a.num_bytes, rows, slots, record)
+            title = (f"{buffer} / {region.name} / {a.name}: {format_int(rows)} x {format_int(slots)} slots x "
+                     f"{format_int(stride)} B = {format_int(a.num_bytes)} B{_holds(record, stride)}")
+            note = (f"bytes {format_int(a.offset)}..{format_int(a.offset + a.num_bytes)} of the {region.name} region "
+                    f"({format_bytes(region.num_bytes)}); offset(row r, slot t) = {format_int(a.offset)} + "
+                    f"r x {format_int(slots)} x {format_int(stride)} + t x {format_int(stride)}")
+            block, y = _grid(title, note, rows, slots, stride, a.offset, y)
+            out += block
+        return out, y
+    rows, slots = region.shape
+    record = records.get(region.record)
+    stride = _stride(region.num_bytes, rows, slots, record)
+    what = _holds(record, stride)
+    note = (f"offset(row r, slot t) = r x {format_int(slots)} x {format_int(stride)} + t x {format_int(stride)}, "
+            "from the region's start")
+    if fields > 1:
+        note += f"; one field per slot: this and the {fields - 1} field arrays below have the same rows and slots"
+    return _grid(f"{buffer} / {region.name}: {format_int(rows)} x {format_int(slots)} slots x {format_int(stride)} B"
+                 + total + what, note, rows, slots, stride, 0, y)
+
+
+def _field_line(region: Region, y: float, same_as: str = "") -> tuple[list[str], float]:
+    """One line for a region whose grid would repeat one drawn before (a field array of the same
+    shape, or DeepEP's second low-latency buffer set)."""
+    rows, slots = region.shape
+    stride = region.num_bytes // max(1, rows * slots)
+    text = (f"{region.name}: {format_int(rows)} x {format_int(slots)} slots x {format_int(stride)} B = "
+            f"{format_int(region.num_bytes)} B ({format_bytes(region.num_bytes)}); offset(row r, slot t) = "
+            f"r x {format_int(slots)} x {format_int(stride)} + t x {format_int(stride)}")
+    if same_as:
+        text = f"{region.name}: the same slots as {same_as} ({format_int(rows)} x {format_int(slots)} x " \
+               f"{format_int(stride)} B = {format_bytes(region.num_bytes)}; offsets from its own start)"
+    out = []
+    for line in _wrap(text, 11):
+        out.append(_text(LEFT + 20, y, line, 11, color="#333"))
+        y += 15
+    return out, y + 3
+
+
+def _field_groups(regions) -> list[list[Region]]:
+    """Regions with a grid; adjacent field arrays (no record, the same shape) grouped together."""
+    groups: list[list[Region]] = []
+    previous = None
+    for region in regions:
+        field_array = len(region.shape) == 2 and not region.record and not region.arrays
+        if field_array and previous is not None and previous.shape == region.shape:
+            groups[-1].append(region)
+        elif region.arrays or len(region.shape) == 2:
+            groups.append([region])
+        previous = region if field_array else None
+    return groups
+
+
+def check_svg_path(path: str, option: str = "--svg") -> None:
+    """Refuse a file name whose extension names another format (``x.png``, ``x.pdf``): the
+    diagram is SVG text. Names without an extension (``-``, ``/dev/stdout``) are fine.
+
+    Raises:
+        EpbufError: one line naming ``option`` and the path.
+    """
+    import os
+
+    suffix = os.path.splitext(os.path.basename(path))[1].lower()
+    if suffix not in ("", ".svg"):
+        from .errors import EpbufError
+
+        raise EpbufError(f"{option}: {path}: the byte map is SVG; name the file .svg (for PNG, convert it, "
+                         "e.g. with cairosvg or rsvg-convert)")
 
 
 def render_svg(report: Report) -> str:
@@ -208,10 +317,27 @@ def render_svg(report: Report) -> str:
         body += block
     records = {r.name: r for r in report.records}
     for buffer in report.buffers:
-        for region in buffer.regions:
-            if len(region.shape) == 2:
-                block, y = _region_block(region, records.get(region.record), y)
-                body += block
+        drawn: dict[tuple, str] = {}
+        for group in _field_groups(buffer.regions):
+            first = group[0]
+            key = (first.shape, first.record, first.num_bytes, len(group)) if not first.arrays else None
+            if key in drawn:  # DeepEP's second low-latency buffer set: the grid of the first again
+                y -= 8
+                for region in group:
+                    block, y = _field_line(region, y, same_as=drawn[key])
+                    body += block
+                y += 16
+                continue
+            if key is not None:
+                drawn[key] = first.name
+            block, y = _region_blocks(buffer.name, first, records, len(group), y)
+            body += block
+            if len(group) > 1:
+                y -= 8
+                for region in group[1:]:
+                    block, y = _field_line(region, y)
+                    body += block
+                y += 16
     # Legend, at the bottom: exactly the fields the records have, in the order they appear.
     names = list(dict.fromkeys(f.name for record in report.records for f in record.fields))
     x = LEFT

@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "engine": ("engine", "what a serving/training engine allocates with its flags; fit and fixes"),
     "replay": ("replay", "DeepEP-Ascend's dispatch writer against its receive epilogue, on real bytes"),
     "serve": ("serve", "the calculator as a web page and JSON API (this machine only by default)"),
+    "completion": ("completion", "a bash or zsh completion script, generated from the parser"),
 }
 
 
@@ -75,23 +76,137 @@ def _configure(parser, name: str) -> None:
     importlib.import_module(f"{__name__}.{COMMANDS[name][0]}").configure(parser, name)
 
 
+class _ClosedStdout:
+    """Standard output when the process started without one (``epbuf hint >&-``): every write
+    fails as writing to a closed descriptor does, so the command ends with one line."""
+
+    encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        import errno
+
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def buffer(self):
+        return self
+
+
+class _WatchedStdout:
+    """Standard output during :func:`main`, remembering a failed write: argparse swallows the
+    OSError of ``--help > /dev/full``, and the command must still end with one line."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self.failed: OSError | None = None
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as error:
+            self.failed = error
+            raise
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as error:
+            self.failed = error
+            raise
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _drop_stdout() -> None:
+    """After a failed write, point file descriptor 1 at /dev/null so that the interpreter's
+    flush at exit has somewhere to put what is still buffered (no second error)."""
+    import os
+
+    try:
+        fd = sys.stdout.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    except (AttributeError, ValueError, OSError):
+        pass
+
+
+def _error(command: str, message: str, kind: str = "error: ") -> None:
+    if sys.stderr is not None:
+        try:
+            sys.stderr.write(f"{PROG}{' ' + command if command else ''}: {kind}{message}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def _flush_stdout() -> None:
+    if sys.stdout is not None:
+        sys.stdout.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``epbuf`` console script; returns the exit status."""
+    """Entry point of the ``epbuf`` console script; returns the exit status.
+
+    Exit status: 0 done; 1 ``--strict`` found an error finding (or ``simulate`` a region the
+    routing overflows); 2 invalid input, an unknown name, a file that cannot be read or written,
+    or standard output that cannot be written (closed, a full device), each one line on
+    stderr; 130 interrupted (Ctrl-C). Writing into a closed pipe (``epbuf hint | head``) is not
+    an error.
+    """
     if argv is None:
         argv = sys.argv[1:]
-    if argv and argv[0] in COMMANDS:
-        parser = command_parser(argv[0])
-        args = parser.parse_args(argv[1:])
-    else:
-        parser = build_parser(argv)
-        args = parser.parse_args(argv)
-    if not getattr(args, "run", None):
-        parser.print_help()
-        return 2
+    original = sys.stdout
+    sys.stdout = watched = _WatchedStdout(original if original is not None else _ClosedStdout())
+    command = argv[0] if argv and argv[0] in COMMANDS else ""
     try:
-        return args.run(args)
-    except EpbufError as error:
-        sys.stderr.write(f"{PROG} {args.command}: error: {error}\n")
-        return 2
+        return _main(argv, command, watched)
+    finally:
+        sys.stdout = original
+
+
+def _main(argv: list[str], command: str, watched: _WatchedStdout) -> int:
+    try:
+        try:
+            if command:
+                parser = command_parser(argv[0])
+                args = parser.parse_args(argv[1:])
+            else:
+                parser = build_parser(argv)
+                args = parser.parse_args(argv)
+        except SystemExit:  # --help, --version and usage errors: argparse has written its text
+            _flush_stdout()
+            if watched.failed is not None:
+                raise watched.failed from None
+            raise
+        if not getattr(args, "run", None):
+            parser.print_help()
+            _flush_stdout()
+            return 2
+        try:
+            status = args.run(args)
+        except EpbufError as error:
+            _error(args.command, str(error))
+            status = 2
+        _flush_stdout()
+        return status
+    except KeyboardInterrupt:
+        _error(command, "interrupted", kind="")
+        return 130
     except BrokenPipeError:  # `epbuf hint | head` is fine
+        _drop_stdout()
         return 0
+    except SystemExit:
+        raise
+    except OSError as error:
+        _drop_stdout()
+        where = f"{error.filename}: " if error.filename else "cannot write to standard output: "
+        _error(command, f"{where}{error.strerror or error}")
+        return 2

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._types import int_arg
+from ._types import int_arg, nonempty_arg
 
 __all__ = ["add_library_options", "library_fields"]
 
@@ -22,17 +22,17 @@ def add_library_options(p: argparse.ArgumentParser) -> None:
                    help="network path: ib (GPU memory registered, default), efa (EFA configs, atomic buffer in host "
                         "memory), intel (atomic buffer in host memory), host-memory (RDMA and atomic buffers in "
                         "pinned host memory)")
-    x.add_argument("--per-expert-batching", dest="per_expert_batching", action="store_true",
-                   help="UCCL-EP built with PER_EXPERT_BATCHING=1 (low-latency send buffer per expert)")
+    x.add_argument("--per-expert-batching", dest="per_expert_batching", action="store_true", default=None,
+                   help="uccl-ll: UCCL-EP built with PER_EXPERT_BATCHING=1 (low-latency send buffer per expert)")
     o = p.add_argument_group("MORI-EP / pplx-kernels options")
-    o.add_argument("--kernel-type", dest="kernel_type", metavar="NAME",
+    o.add_argument("--kernel-type", dest="kernel_type", metavar="NAME", type=nonempty_arg("a kernel type name"),
                    help="mori-ep: IntraNode, IntraNodeLL, InterNode, InterNodeV1, InterNodeV1LL, AsyncLL; "
                         "pplx: intranode, internode (default: from the topology)")
     o.add_argument("--max-total-recv-tokens", dest="max_total_recv_tokens", type=int_arg(">= 0; 0 means no cap", lo=0),
-                   default=0, help="mori-ep: cap on the tokens one rank receives per dispatch (default 0: no cap)")
-    o.add_argument("--quant-type", dest="quant_type", metavar="NAME", default="none",
+                   help="mori-ep: cap on the tokens one rank receives per dispatch (default 0: no cap)")
+    o.add_argument("--quant-type", dest="quant_type", metavar="NAME", type=nonempty_arg("a quantization name"),
                    help="mori-ep: combine quantization none, fp8_direct_cast, fp8_blockwise, fp4_blockwise (default none)")
-    o.add_argument("--dp-group-size", dest="dp_group_size", type=int_arg(">= 1"), default=1,
+    o.add_argument("--dp-group-size", dest="dp_group_size", type=int_arg(">= 1"),
                    help="pplx: dp_size, the ranks that share one DP group's tokens (attention TP size; default 1)")
     o.add_argument("--num-scale-bytes", dest="num_scale_bytes", type=int_arg(">= 0", lo=0),
                    help="mori-ep, pplx: scale bytes per token (default FP8: ceil(hidden/128) x 4, BF16: 0)")
@@ -48,11 +48,11 @@ def library_fields(args: argparse.Namespace) -> dict:
     return {
         "platform": _platform_from_args(args),
         "nic": args.nic,
-        "per_expert_batching": args.per_expert_batching,
+        "per_expert_batching": bool(args.per_expert_batching),
         "kernel_type": args.kernel_type,
-        "max_total_recv_tokens": args.max_total_recv_tokens,
-        "quant_type": args.quant_type,
-        "dp_group_size": args.dp_group_size,
+        "max_total_recv_tokens": args.max_total_recv_tokens if args.max_total_recv_tokens is not None else 0,
+        "quant_type": args.quant_type if args.quant_type is not None else "none",
+        "dp_group_size": args.dp_group_size if args.dp_group_size is not None else 1,
         "num_scale_bytes": args.num_scale_bytes,
         "max_token_type_size": args.max_token_type_size,
         "env": env_pairs(args.env, "env"),
@@ -63,7 +63,7 @@ def _platform_from_args(args: argparse.Namespace) -> str | None:
     """``--platform``, else ``rocm`` when ``--device`` names an AMD GPU, else None."""
     if args.platform is not None:
         return args.platform
-    if getattr(args, "device", None):
+    if getattr(args, "device", None) is not None:
         from ..devices import get_device
         from ..errors import UnknownNameError
 

@@ -53,19 +53,42 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def shown(text: str, limit: int = 60) -> str:
+    """``repr(text)``, cut to ``limit`` characters (a 5,000-digit value stays one short line)."""
+    r = repr(text)
+    return r if len(r) <= limit else r[:limit - 3] + "..."
+
+
 def int_arg(allowed: str, lo: int = 1):
-    """An argparse type for integers, with the allowed range in the error line."""
+    """An argparse type for integers, with the allowed range in the error line. Digits only
+    (ASCII, ``_`` separators allowed), at most 30 of them: no count or size here needs more,
+    and ``int()`` of 4,301+ digits raises."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text.replace("_", ""), 10)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; allowed {allowed}") from None
+        digits = text.strip().replace("_", "")
+        body = digits[1:] if digits[:1] in "+-" else digits
+        if not (body.isascii() and body.isdigit()) or len(body) > 30:
+            raise argparse.ArgumentTypeError(f"{shown(text)} is not an integer; allowed {allowed}")
+        value = int(digits, 10)
         if value < lo:
             raise argparse.ArgumentTypeError(f"{value} is out of range; allowed {allowed}")
         return value
 
     parse.__name__ = "integer"
+    return parse
+
+
+def nonempty_arg(what: str):
+    """An argparse type for names and paths: the text as given, but not empty or blank."""
+
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{text!r} is empty; give {what}")
+        if "\x00" in text:
+            raise argparse.ArgumentTypeError(f"{shown(text)} holds a NUL character; give {what}")
+        return text
+
+    parse.__name__ = "value"
     return parse
 
 

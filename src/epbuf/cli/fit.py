@@ -6,34 +6,67 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._options import add_plan_options, chosen_backends, plan_from_args, positive_bytes_arg, print_json
+from ._options import (
+    add_plan_options, add_wide_option, budget_from_args, check_backend_options, chosen_backends, device_from_args,
+    device_spec_from_args, output_width, plan_from_args, print_json,
+)
 
 
 def configure(p: argparse.ArgumentParser, command: str) -> None:
+    from ..placement import DEFAULT_BUDGET_PERCENT
+
     p.description = ("Solve exactly for the largest num_max_tokens_per_rank whose total device allocation fits "
                      "--budget, per backend. With --tokens given and --ranks not, solve for the largest EP size "
-                     "instead.")
+                     f"instead. With --device and no --budget, the budget is {DEFAULT_BUDGET_PERCENT} %% of the "
+                     "device memory.")
     add_plan_options(p, backend=False)
-    p.add_argument("--budget", type=positive_bytes_arg, required=True,
-                   help="memory granted per device, e.g. 8GiB, 512MiB, 3e9")
+    p.add_argument("--budget", metavar="SIZE",
+                   help="memory granted per device, e.g. 8GiB, 4G, 512MiB, 3e9, or 25%% of --device / --hbm "
+                        f"(default with --device / --hbm: {DEFAULT_BUDGET_PERCENT}%%)")
     p.add_argument("--backends", help="comma-separated subset (default: all)")
     p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.fit/1)")
+    add_wide_option(p)
     p.set_defaults(run=run)
+
+
+def _budget(args: argparse.Namespace, capacity: tuple[str, int] | None) -> tuple[int, str]:
+    """``(budget bytes, note)``: --budget, else DEFAULT_BUDGET_PERCENT of the device memory."""
+    from ..placement import DEFAULT_BUDGET_PERCENT, budget_from_text, capacity_label
+
+    if args.budget is not None:
+        budget = budget_from_args(args, capacity)
+        note = f"{args.budget.strip()} of {capacity_label(*capacity)}" if args.budget.strip().endswith("%") else ""
+        return budget, note
+    if capacity is None:
+        from ..errors import InvalidArgumentError, Problem
+
+        raise InvalidArgumentError([Problem("budget", None, "give --budget SIZE (e.g. 8GiB), or --device NAME / "
+                                                            f"--hbm SIZE for {DEFAULT_BUDGET_PERCENT}% of its memory")])
+    budget = budget_from_text(f"{DEFAULT_BUDGET_PERCENT}%", capacity[1])
+    return budget, (f"the default: {DEFAULT_BUDGET_PERCENT} % of {capacity_label(*capacity)}, the headroom "
+                    "vLLM's default --gpu-memory-utilization 0.9 leaves; --budget to change")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import EpbufError
     from ..fit import fit_ranks, fit_tokens
+    from ..placement import runs_on
 
+    names = chosen_backends(args.backends)
+    check_backend_options(args, names)
+    capacity = device_from_args(args)
+    device = device_spec_from_args(args)
+    budget, note = _budget(args, capacity)
     plan = plan_from_args(args)
     by_ranks = args.tokens is not None and args.ranks is None and args.nodes is None
     results = {}
-    for name in chosen_backends(args.backends):
+    for name in names:
         try:
-            results[name] = (fit_ranks if by_ranks else fit_tokens)(plan, name, args.budget)
+            results[name] = (fit_ranks if by_ranks else fit_tokens)(plan, name, budget)
         except EpbufError as error:
             results[name] = error
     variable = "num_ranks" if by_ranks else "num_max_tokens_per_rank"
+    on_device = {n: runs_on(n, device.vendor) for n in names} if device is not None else None
     if args.json:
         from ..report import report_to_dict
 
@@ -45,10 +78,15 @@ def run(args: argparse.Namespace) -> int:
             d["constant_failures"] = list(r.constant_failures)
             return d
 
-        print_json({"schema": "epbuf.fit/1", "variable": variable, "budget": args.budget,
-                    "results": {n: as_json(r) for n, r in results.items()}})
+        data = {"schema": "epbuf.fit/1", "variable": variable, "budget": budget, "budget_note": note,
+                "results": {n: as_json(r) for n, r in results.items()}}
+        if capacity is not None:
+            data["device"] = {"name": capacity[0], "num_bytes": capacity[1],
+                              "vendor": device.vendor if device is not None else None, "runs_on": on_device}
+        print_json(data)
         return 0
     from ..render import render_fit
 
-    sys.stdout.write(render_fit(results, args.budget, variable))
+    sys.stdout.write(render_fit(results, budget, variable, budget_note=note, runs_on=on_device,
+                                width=output_width(args), device_name=device.title if device else ""))
     return 0

@@ -6,35 +6,42 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._options import add_plan_options, device_from_args, has_error_finding, plan_from_args, print_json
+from ._options import add_plan_options, add_wide_option, has_error_finding, output_width, print_json, report_from_args
 
 
 def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.description = ("Size the buffer(s) a backend allocates, explain every region, compare the hint with what a "
-                     "real run needs.")
+                     "real run needs. With --device and no --backend, the device chooses the backend.")
     add_plan_options(p)
+    p.add_argument("--budget", metavar="SIZE",
+                   help="memory the buffers may take per device, e.g. 8GiB, 4G, or 10%% (of --device / --hbm); "
+                        "an allocation over it is an error finding")
     p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.report/1)")
-    p.add_argument("--verbose", action="store_true", help="list every upstream limit, not only broken ones")
+    p.add_argument("--verbose", action="store_true", help="list every upstream limit and every source")
+    add_wide_option(p)
     p.add_argument("--strict", action="store_true",
-                   help="exit with status 1 when the plan breaks an upstream limit (an error finding)")
+                   help="exit with status 1 on any error finding: an upstream limit the plan breaks, an allocation "
+                        "over the device memory or --budget")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..plan import report
-
-    rep = report(plan_from_args(args), args.backend)
-    device = device_from_args(args)
+    rep, device, budget = report_from_args(args)
     status = 1 if args.strict and has_error_finding(rep.findings) else 0
     if args.json:
         from ..report import report_to_dict
 
         data = report_to_dict(rep)
         if device is not None:
-            data["device"] = {"name": device[0], "num_bytes": device[1], "share": rep.num_bytes / device[1]}
+            data["device"] = {"name": device[0], "num_bytes": device[1], "share": rep.num_bytes / device[1],
+                              "fits": rep.num_bytes <= device[1]}
+        if budget is not None:
+            data["budget"] = {"num_bytes": budget, "share": rep.num_bytes / budget, "fits": rep.num_bytes <= budget}
         print_json(data)
         return status
     from ..render import render_report
 
-    sys.stdout.write(render_report(rep, device=device, verbose=args.verbose))
+    sys.stdout.write(render_report(rep, device=device, verbose=args.verbose, budget=budget,
+                                   width=output_width(args)))
     return status
+

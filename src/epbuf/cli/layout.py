@@ -6,22 +6,26 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._options import add_plan_options, plan_from_args, print_json
+from ._options import add_plan_options, add_wide_option, output_width, print_json, report_from_args
 
 
 def configure(p: argparse.ArgumentParser, command: str) -> None:
-    p.description = "Print every field of each token record with its offset and size."
+    p.description = ("Print every field of each token record with its offset and size. With --device and no "
+                     "--backend, the device chooses the backend.")
     add_plan_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output (the report's records)")
     p.add_argument("--svg", metavar="FILE", help="also write the byte-map diagram (records to scale, slot grids) as SVG")
+    add_wide_option(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..plan import report
+    if args.svg is not None:
+        from ..svg import check_svg_path
 
-    rep = report(plan_from_args(args), args.backend)
-    if args.svg:
+        check_svg_path(args.svg)
+    rep, _, _ = report_from_args(args)
+    if args.svg is not None:
         from ..io import write_text_atomic
         from ..svg import render_svg
 
@@ -34,5 +38,5 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from ..render import render_layout
 
-    sys.stdout.write(render_layout(rep))
+    sys.stdout.write(render_layout(rep, width=output_width(args)))
     return 0

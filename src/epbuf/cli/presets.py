@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._options import print_json
+from ._options import add_wide_option, output_width, print_json
 
 _DESCRIPTIONS = {
     "models": "MoE model presets usable with --model.",
@@ -17,7 +17,11 @@ _DESCRIPTIONS = {
 
 def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.description = _DESCRIPTIONS[command]
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--json", action="store_true", help="machine-readable output (every field, sources included)")
+    if command != "versions":
+        add_wide_option(p)
+    else:
+        p.set_defaults(wide=False)
     p.set_defaults(run={"models": run_models, "devices": run_devices, "versions": run_versions}[command])
 
 
@@ -31,9 +35,13 @@ def run_models(args: argparse.Namespace) -> int:
     from ..units import format_int
 
     rows = [[m.name, format_int(m.hidden), format_int(m.num_experts), format_int(m.num_topk),
-             format_int(m.num_shared_experts), m.source] for m in MODELS.values()]
-    sys.stdout.write(table(["model", "hidden", "experts", "top-k", "shared", "source (config.json)"], rows,
-                           right={1, 2, 3, 4}, indent="") + "\n")
+             format_int(m.num_shared_experts), m.hf_id] + ([m.source] if args.wide else []) for m in MODELS.values()]
+    headers = ["model", "hidden", "experts", "top-k", "shared", "Hugging Face id"]
+    sys.stdout.write(table(headers + (["source (config.json)"] if args.wide else []), rows, right={1, 2, 3, 4},
+                           indent="", width=output_width(args)) + "\n")
+    if not args.wide:
+        sys.stdout.write("(--wide adds the config.json each row was read from; --json has every field)\n")
+        sys.stdout.write("(a Hugging Face id whose config.json is in the local cache works too)\n")
     return 0
 
 
@@ -46,10 +54,24 @@ def run_devices(args: argparse.Namespace) -> int:
     from ..render import table
     from ..units import format_bytes, format_int
 
-    rows = [[d.name, d.title, format_int(d.num_bytes), format_bytes(d.num_bytes), d.label, str(d.ranks_per_node),
-             d.source] for d in DEVICES.values()]
-    sys.stdout.write(table(["device", "title", "bytes", "", "label", "per node", "source"], rows,
-                           right={2, 3, 5}, indent="") + "\n")
+    from ..placement import DEVICE_BACKENDS
+
+    width = output_width(args)
+    exact = width is None or width >= 100  # the exact bytes (as the driver reports them) when there is room
+    rows = [[d.name, d.title] + ([format_int(d.num_bytes)] if exact else []) + [format_bytes(d.num_bytes), d.label,
+             str(d.ranks_per_node), DEVICE_BACKENDS[d.vendor]] + ([d.source] if args.wide else [])
+            for d in DEVICES.values()]
+    headers = (["device", "title"] + (["bytes"] if exact else []) + ["memory", "label", "per node", "backend"]
+               + (["source"] if args.wide else []))
+    shift = 0 if exact else -1
+    sys.stdout.write(table(headers, rows, right={2, 3 + shift, 5 + shift} - {1}, indent="", width=width,
+                           wrap_columns=(1, 4 + shift)) + "\n")
+    if not args.wide:
+        from ..render import wrap
+
+        sys.stdout.write("\n".join(wrap("backend: what --device chooses without --backend. (--wide adds where "
+                                         "each number comes from; --json has every field)", output_width(args)))
+                         + "\n")
     return 0
 
 

@@ -8,7 +8,7 @@ import sys
 
 from ._options import (
     DEFAULT_EXPERTS, DEFAULT_HIDDEN, DEFAULT_RANKS, DEFAULT_TOKENS, DEFAULT_TOPK, add_device_options, add_model_options,
-    chosen_backends, device_from_args, int_arg, print_json, shape_from_args,
+    add_wide_option, chosen_backends, device_from_args, int_arg, output_width, print_json, shape_from_args,
 )
 
 
@@ -31,9 +31,11 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     d = p.add_argument_group("output (--device / --hbm draw the capacity on the plot)")
     add_device_options(d)
     d.add_argument("--csv", metavar="FILE", help="write every row as CSV")
-    d.add_argument("--plot", metavar="FILE", help="write a PNG (or .svg) plot; needs epbuf[plot] (matplotlib)")
+    d.add_argument("--plot", metavar="FILE", help="write a plot, format by the extension: .png, .svg, .pdf; "
+                                                  "needs epbuf[plot] (matplotlib)")
     d.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.sweep/1)")
-    d.add_argument("--quiet", action="store_true", help="no table on stdout (with --csv / --plot)")
+    d.add_argument("--quiet", action="store_true", help="no table on stdout (needs --csv or --plot)")
+    add_wide_option(d)
     p.set_defaults(run=run)
 
 
@@ -58,15 +60,30 @@ def _axes(args: argparse.Namespace) -> tuple[dict, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .._progress import terminal_progress
     from ..plan import Plan
     from ..sweep import sweep
 
+    if args.quiet and args.csv is None and args.plot is None:
+        from ..errors import InvalidArgumentError, Problem
+
+        raise InvalidArgumentError([Problem("quiet", True, "--quiet leaves nothing to show: add --csv FILE or "
+                                                           "--plot FILE (or drop --quiet)")])
+    if args.plot is not None:
+        from ..plot import plot_format
+
+        plot_format(args.plot)  # a bad extension fails before the sweep runs
     axes, model = _axes(args)
     base = Plan(hidden=axes["hidden"][0], num_topk=axes["num_topk"][0], num_experts=axes["num_experts"][0],
                 num_ranks=axes["num_ranks"][0], num_max_tokens_per_rank=axes["num_max_tokens_per_rank"][0],
                 use_fp8_dispatch=axes["use_fp8_dispatch"][0], num_ranks_per_node=args.gpus_per_node,
                 num_redundant_experts=args.redundant_experts, model=model)
-    result = sweep(base, axes, chosen_backends(args.backends))
+    progress = terminal_progress(sys.stderr, "epbuf sweep", delay=1.0)
+    try:
+        result = sweep(base, axes, chosen_backends(args.backends),
+                       progress=lambda done, total: progress(f"{done:,} of {total:,} configurations", done, total))
+    finally:
+        progress.done()
     device = device_from_args(args)
     if args.csv:
         import csv
@@ -91,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from ..render import render_sweep
 
-    sys.stdout.write(render_sweep(result, device))
+    sys.stdout.write(render_sweep(result, device, width=output_width(args)))
     for path, what in ((args.csv, "CSV"), (args.plot, "plot")):
         if path:
             sys.stdout.write(f"wrote {what}: {path}\n")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from ..errors import InvalidArgumentError, Problem
 from ..report import Finding
+from .._progress import terminal_progress  # noqa: F401  (re-exported: epbuf.simulate.terminal_progress)
 from .records import RoutingInfo, Simulation
 
 __all__ = ["simulate", "simulate_options", "to_dict", "SCHEMA", "DEFAULT_LINKS", "terminal_progress"]
@@ -38,7 +39,28 @@ SCHEMA = "epbuf.simulate/1"
 DEFAULT_LINKS = {"ascend": "ascend-a3", "deepep-v2": "h800", "deepep-v1": "h800", "deepep-ll": "h800"}
 
 
+#: The largest routing tables a simulation builds: ranks x experts x 4 counters (int64, 0.5 GiB).
+MAX_TABLE_ENTRIES = 1 << 26
+
+
+def _check_plan(plan) -> None:
+    """What the routing tables need before anything is allocated: experts spread evenly over
+    the ranks, and per-(rank, expert) tables of a size memory holds."""
+    problems = []
+    experts = plan.num_total_experts
+    if experts % plan.num_ranks:
+        problems.append(Problem("num_experts", experts, f"must be a multiple of num_ranks = {plan.num_ranks} to "
+                                                        "place experts / ranks on each rank (experts + redundant "
+                                                        "experts)"))
+    if plan.num_ranks * experts * 4 > MAX_TABLE_ENTRIES:
+        problems.append(Problem("num_experts", experts, f"ranks {plan.num_ranks:,} x experts {experts:,} x 4 routing "
+                                                        f"counters exceed {MAX_TABLE_ENTRIES:,}: too large to simulate"))
+    if problems:
+        raise InvalidArgumentError(problems)
+
+
 def _check(plan, routing, report) -> None:
+    _check_plan(plan)
     problems = []
     experts = plan.num_total_experts
     if routing.num_ranks != plan.num_ranks:
@@ -80,6 +102,7 @@ def simulate(plan, backend: str, routing, *, links=None, expert_alignment: int =
     from .counts import RoutingStats
 
     check_int("expert_alignment", expert_alignment, 1)
+    _check_backend(backend)
     say = progress or (lambda stage: None)
     report = make_report(plan, backend)
     _check(plan, routing, report)
@@ -120,6 +143,15 @@ def simulate(plan, backend: str, routing, *, links=None, expert_alignment: int =
                       links=links, times=times, findings=tuple(findings))
 
 
+def _check_backend(backend: object) -> None:
+    """One line for a backend simulate does not model (the others size fine with ``hint``)."""
+    if backend not in DEFAULT_LINKS:
+        from ..errors import UnknownNameError
+
+        raise UnknownNameError(f"--backend (backend) = {backend!r}: simulate models {', '.join(DEFAULT_LINKS)}; "
+                               "`epbuf hint --backend NAME` sizes the others")
+
+
 def simulate_options(plan, backend: str, *, routing: str = "uniform", routing_file: str | None = None,
                      seed: int | None = 0, num_tokens: int | None = None, masked_ratio: float = 0.0,
                      expert_alignment: int = 1, device: str | None = None, network: str | None = None,
@@ -134,6 +166,8 @@ def simulate_options(plan, backend: str, *, routing: str = "uniform", routing_fi
     from .. import routing as routing_module
     from .links import custom_links, get_links
 
+    _check_backend(backend)
+    _check_plan(plan)
     say = progress or (lambda stage, done=None, total=None: None)
     links = custom_links(get_links(device or DEFAULT_LINKS[backend]), network=network, nvlink_gbps=nvlink_gbps,
                          rdma_gbps=rdma_gbps, latency_us=latency_us)
@@ -163,26 +197,6 @@ def simulate_options(plan, backend: str, *, routing: str = "uniform", routing_fi
             progress=lambda done, total: say("generating the routing", done, total))
     return simulate(plan, backend, r, links=links, expert_alignment=expert_alignment,
                     progress=lambda stage: say(stage)), r
-
-
-def terminal_progress(stream):
-    """A ``progress(stage, done=None, total=None)`` that rewrites one status line on
-    ``stream`` when it is a terminal, and does nothing otherwise; call ``.done()`` at the end."""
-    active = bool(getattr(stream, "isatty", lambda: False)())
-
-    def progress(stage: str, done=None, total=None) -> None:
-        if active:
-            share = f" {100 * done // total:3d} %" if done is not None and total else ""
-            stream.write(f"\r\033[Kepbuf simulate: {stage}{share}")
-            stream.flush()
-
-    def finish() -> None:
-        if active:
-            stream.write("\r\033[K")
-            stream.flush()
-
-    progress.done = finish
-    return progress
 
 
 def to_dict(sim: Simulation, *, include_pairs: bool = True) -> dict:

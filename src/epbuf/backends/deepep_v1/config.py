@@ -170,8 +170,10 @@ class Config(Record):
                     f"{slot} x {HINT_NUM_MAX_TOPK} (kNumMaxTopK) x 4 B",
                     f"{slot} x {HINT_NUM_MAX_SCALES} (kNumMaxScales) x 4 B", f"{slot} x 16 B")
         names = _SUM_NAMES + ("int4 alignment per token",)
+        # Every term but the metadata is one field per token slot of the ring (channel, NVL rank).
+        shape = (ch * n, self.num_max_nvl_chunked_recv_tokens)
         return _hint_buffer("NVL buffer", v, "get_nvl_buffer_size_hint", terms, names, formulas,
-                            ("65", "66", "67", "68", "69", "70", "70"), "71")
+                            ("65", "66", "67", "68", "69", "70", "70"), "71", ((),) + (shape,) * (len(terms) - 1))
 
     def rdma_buffer(self, hidden_bytes: int, num_ranks: int, *, version: str | None = None,
                     num_topk_idx_bits: int = DEFAULT_TOPK_IDX_BITS) -> Buffer:
@@ -198,8 +200,10 @@ class Config(Record):
                     f"{slot} x {HINT_NUM_MAX_SCALES} (kNumMaxScales) x 4 B", f"{slot} x 16 B",
                     f"{ch} channels x {r} RDMA ranks x 2 x 8 B (u64) x 2")
         names = _SUM_NAMES + ("int4 per token", "head/tail counters")
+        # Per token slot of the ring (channel, RDMA rank, send or receive half): one field per term.
+        shape = (ch * r * 2, self.num_max_rdma_chunked_recv_tokens)
         return _hint_buffer("RDMA buffer", v, "get_rdma_buffer_size_hint", terms, names, formulas,
-                            ("90", "91", "92", "93", "94", "95", "96", "96"), "97")
+                            ("90", "91", "92", "93", "94", "95", "96", "96"), "97", ((),) + (shape,) * 6 + ((),))
 
 
 def _checked(cfg: Config, hidden_bytes: object, num_ranks: object, version: object, bits: object,
@@ -302,11 +306,14 @@ _SCALE_BYTES = HINT_NUM_MAX_SCALES * FLOAT_BYTES  # kNumMaxScales fp32 scales pe
 
 
 def _hint_buffer(name: str, v: Version, function: str, terms: tuple[int, ...], names: tuple[str, ...],
-                 formulas: tuple[str, ...], lines: tuple[str, ...], round_line: str) -> Buffer:
+                 formulas: tuple[str, ...], lines: tuple[str, ...], round_line: str,
+                 shapes: tuple[tuple, ...]) -> Buffer:
     """The regions of a hint, then ``((num_bytes + 127) / 128) * 128`` (a true round-up) as
-    an "alignment padding" region when it adds bytes."""
+    an "alignment padding" region when it adds bytes. ``shapes``: each term's ``(rows, slots)``
+    when it is one field per token slot (``()`` otherwise; Region.record stays empty: a slot of
+    such a region holds one field, not a record)."""
     regions = [Region(name=names[i], num_bytes=b, num_bytes_used=b, formula=formulas[i],
-                      source=v.cite("CFG", lines[i], function)) for i, b in enumerate(terms)]
+                      source=v.cite("CFG", lines[i], function), shape=shapes[i]) for i, b in enumerate(terms)]
     total = sum(terms)
     rounded = align(total, NUM_BUFFER_ALIGNMENT_BYTES)
     source = v.cite("CFG", round_line, function)

@@ -327,6 +327,27 @@ def low_latency_buffer(num_max_dispatch_tokens_per_rank: int, hidden: int, num_r
     return rdma_buffer(layout, layout._v)
 
 
+#: The records a low-latency slot holds (the report's record names): a send slot sized by the
+#: combine phase holds a combine message; a receive slot, sized for the larger of the two
+#: messages, holds a dispatch message in dispatch and a combine message in combine.
+COMBINE_MESSAGE, DISPATCH_MESSAGE = "low-latency combine message", "low-latency dispatch message"
+
+
+def slot_grid(num_bytes: int, num_experts: int, num_tokens: int, num_bytes_per_combine_msg: int) -> dict:
+    """``shape`` and ``record`` of a send or receive span, as Region fields: ``(experts, tokens)``
+    slots when the span is that many slots (the receive buffer; the send buffer when the combine
+    phase sets its size, ``CFG:147-159``); the record is the combine message when the slot has
+    its stride, else the dispatch message (the slot is sized for the hint's dispatch message,
+    larger than an FP8 one as sent). ``{}`` when the span is not such a grid (a send buffer sized
+    by the dispatch phase). The kernels index both as ``(expert, token)`` slots (``internode_ll.cu``
+    dispatch receive, combine send and receive)."""
+    slots = num_experts * num_tokens
+    if not slots or num_bytes % slots:
+        return {}
+    record = COMBINE_MESSAGE if num_bytes == slots * num_bytes_per_combine_msg else DISPATCH_MESSAGE
+    return {"shape": (num_experts, num_tokens), "record": record}
+
+
 def rdma_buffer(layout: LowLatencyLayout, v: Version) -> Buffer:
     """:func:`low_latency_buffer` of a checked ``layout``: the layout's span rows and the rounding
     row (the rows the summary reads), with formulas."""
@@ -344,10 +365,12 @@ def rdma_buffer(layout: LowLatencyLayout, v: Version) -> Buffer:
     rows = layout.span_rows()
     regions = []
     for name, offset, size in rows:
-        formula, lines = formulas[name.rsplit(" ", 1)[0]]
+        kind = name.rsplit(" ", 1)[0]
+        formula, lines = formulas[kind]
+        grid = slot_grid(size, e, t, combine_msg) if kind != "signaling buffer" else {}
         regions.append(Region(name=name, num_bytes=size, num_bytes_used=size,
                               formula=f"at offset {format_int(offset)}: {formula}",
-                              source=v.cite("CFG", lines, "LowLatencyLayout")))
+                              source=v.cite("CFG", lines, "LowLatencyLayout"), **grid))
     total = layout.total_bytes
     source = v.cite("CFG", "185-188", "get_low_latency_rdma_size_hint")
     regions.append(Region(name=ROUNDING_BLOCK, num_bytes=hint_round_up(total) - total, num_bytes_used=0,

@@ -9,7 +9,7 @@ either invalid for both (the same error) or summarized exactly as reported.
 from __future__ import annotations
 
 from ...errors import InvalidArgumentError, Problem
-from ...report import Buffer, Finding, Quantity, Region, Report, Summary
+from ...report import Buffer, Finding, Quantity, RecordArray, Region, Report, Summary
 from ...units import ceil_div, format_int
 from .constants import FP8_BLOCK_SIZE, NUM_MAX_CHANNELS, UE8M0_PER_PACK
 from .limits import limit_findings, limit_rows_tokens, limits
@@ -32,6 +32,19 @@ def _plan_shape(plan) -> Shape:
     if not isinstance(plan, Plan):
         raise InvalidArgumentError([Problem("plan", plan, "must be an epbuf.Plan")])
     return validate(plan)
+
+
+def _arrays(layouts: dict[str, BufferLayout], record: str) -> tuple[RecordArray, ...]:
+    """The phase's buffers as record arrays at their offsets: upstream places them one after
+    another in the order :func:`~.sizes.dispatch_regions` / ``combine_regions`` list them (an
+    empty send buffer on NVLink takes no bytes and is left out)."""
+    arrays, offset = [], 0
+    for name, b in layouts.items():
+        if b.num_bytes:
+            arrays.append(RecordArray(name=name, offset=offset, shape=(b.num_ranks, b.num_max_tokens_per_rank),
+                                      record=record, num_bytes=b.num_bytes))
+        offset += b.num_bytes
+    return tuple(arrays)
 
 
 def _formula(layouts: dict[str, BufferLayout]) -> str:
@@ -84,12 +97,14 @@ def report(plan) -> Report:
     if real_packs != hint_packs:
         dispatch_formula += (f" (hint: {hint_packs} SF packs per token; a real run sends {real_packs}, "
                              f"{format_int(real_dispatch_record.num_bytes())} B/record)")
+    hint_record = "dispatch (hint)" if real_packs != hint_packs else "dispatch"
     regions = [
         Region(name=_DISPATCH, num_bytes=hint.num_dispatch_bytes, num_bytes_used=real.num_dispatch_bytes,
-               formula=dispatch_formula, source=src.dispatch_buffer_size),
+               formula=dispatch_formula, source=src.dispatch_buffer_size,
+               arrays=_arrays(hint.dispatch, hint_record)),
         Region(name=_COMBINE, num_bytes=hint.num_combine_bytes, num_bytes_used=real.num_combine_bytes,
                formula=_formula(hint.combine) + (" (multiple reduction)" if amr else " (single reduction)"),
-               source=src.combine_buffer_size),
+               source=src.combine_buffer_size, arrays=_arrays(hint.combine, "combine")),
     ]
     buffer = Buffer.combine("EP buffer", regions, "max", gen.num_hint_alignment_bytes,
                             source=f"{src.python_hint} -> {src.calculate_buffer_size}; {src.hint_alignment}")

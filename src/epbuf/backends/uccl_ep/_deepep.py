@@ -25,7 +25,8 @@ from ...errors import InvalidArgumentError, Problem
 from .. import deepep_v1 as _v1
 
 __all__ = ["NORMAL_VERSION", "LL_VERSION", "LL_VERSION_NEWEST", "Config", "make_config", "nvl_buffer",
-           "rdma_buffer", "get_hidden_bytes", "ll_layout", "ll_hint", "deepep_ll_hint", "deepep_ll_max_bytes"]
+           "rdma_buffer", "get_hidden_bytes", "ll_layout", "ll_hint", "deepep_ll_hint", "deepep_ll_max_bytes",
+           "slot_grid"]
 
 NORMAL_VERSION = "v1.2.1"  # DeepEP V1 version whose normal-mode hints UCCL's Config reproduces
 LL_VERSION = "ll4"  # DeepEP V1 version whose LowLatencyLayout UCCL's default build reproduces
@@ -50,6 +51,13 @@ def nvl_buffer(config: Config, hidden_bytes: int, num_ranks: int):
 def rdma_buffer(config: Config, hidden_bytes: int, num_ranks: int):
     """``Config.get_rdma_buffer_size_hint``'s terms (a ``Buffer``; empty for <= 8 ranks)."""
     return config.rdma_buffer(hidden_bytes, num_ranks, version=NORMAL_VERSION)
+
+
+def slot_grid(num_bytes: int, num_experts: int, num_tokens: int, num_bytes_per_combine_msg: int) -> dict:
+    """DeepEP's ``(expert, token)`` slot grid of a low-latency span (Region ``shape`` / ``record``)."""
+    from ..deepep_v1.low_latency import slot_grid as grid
+
+    return grid(num_bytes, num_experts, num_tokens, num_bytes_per_combine_msg)
 
 
 def get_hidden_bytes(hidden: int, use_fp8_dispatch: bool) -> int:

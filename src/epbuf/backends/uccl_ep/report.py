@@ -389,9 +389,10 @@ def _ll_regions(layout: LowLatencyLayout, hint: int) -> list[Region]:
     regions = []
     for span in layout.spans():
         kind = span.name.rsplit(" ", 1)[0]
+        grid = _deepep.slot_grid(span.num_bytes, e, t, c) if kind != "signaling buffer" else {}
         regions.append(Region(name=span.name, num_bytes=span.num_bytes, num_bytes_used=span.num_bytes,
                               formula=f"at offset {format_int(span.offset)}: {formulas[kind]}",
-                              source=cite(_CFG, _LL_FORMULA_LINES[kind])))
+                              source=cite(_CFG, _LL_FORMULA_LINES[kind]), **grid))
     total = layout.total_bytes
     regions.append(Region(name=_ROUNDING, num_bytes=hint - total, num_bytes_used=0,
                           formula=f"((total {format_int(total)} + 128) / 128) x 128 - total: a full block even when "
