@@ -895,3 +895,13 @@ def test_ll_budget_search_before_the_ceiling_version_stays_within_the_int_produc
                  budget=40 << 30, backend_version="v1.2.1")
     budget = [r for r in rep.recommendations if r.goal == "budget"]
     assert [(r.value, r.num_bytes <= 40 << 30) for r in budget] == [(2808, True)]
+
+
+def test_hccl_communicators_are_bounded(capsys):
+    """Fuzzing found ``--hccl-communicators 2147483647`` building one window record each until
+    memory ran out: the count is capped with one line."""
+    from epbuf.cli import main
+
+    assert main(["engine", "sgl-kernel-npu", "--hccl-communicators", "2147483647"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "allowed an integer in 1..1024" in err

@@ -132,3 +132,10 @@ def test_replay_stays_standard_library_only():
              "print(sorted(m for m in ('numpy', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_replay_of_a_plan_whose_last_index_overflows_int(capsys):
+    """Fuzzing found ``replay --tokens 2 --ranks 2147483647`` packing an index past int32: the
+    sample comes from rank 0 then (the report flags the plan's kernel limits)."""
+    code, out, err = run_main(capsys, "replay", "--fp8", "--tokens", "2", "--ranks", "2147483647")
+    assert code == 0 and err == "" and "source token 0" in out

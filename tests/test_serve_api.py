@@ -134,12 +134,14 @@ def test_the_command_header_reproduces_the_answer(server):
     assert run.returncode == 0 and run.stdout == body.decode()
 
 
-def test_hint_json_fields(server):
+def test_hint_json_fields(server, capsys):
     status, _, body = request(server, "GET", "/api/hint?model=deepseek-v3&ranks=64&device=h200")
     data = json.loads(body)
     assert status == 200
-    assert data["num_bytes"] == 2032140288
-    assert data["device"]["name"] == "NVIDIA H200 (SXM)" and data["device"]["share"] == 2032140288 / data["device"]["num_bytes"]
+    # With an NVIDIA device the backend is DeepEP V2 (issue 12); the answer is the CLI's.
+    _, out, _ = cli_json(capsys, "hint", "--model", "deepseek-v3", "--ranks", "64", "--device", "h200", "--json")
+    assert data == json.loads(out) and data["backend"] == "deepep-v2" and data["num_bytes"] == 4884267008
+    assert data["device"]["name"] == "NVIDIA H200 (SXM)" and data["device"]["share"] == 4884267008 / data["device"]["num_bytes"]
 
 
 def test_backend_omitted_lets_the_cli_choose(server, capsys):

@@ -151,7 +151,8 @@ def _format(field) -> str:
 
 
 def replay(plan) -> Replay:
-    """Write the sample token (source rank ``num_ranks - 1``, its token 0) into slot 0 and the
+    """Write the sample token (source rank ``num_ranks - 1``, its token 0; rank 0 when that
+    index would not fit upstream's int) into slot 0 and the
     next token into slot 1 of a two-slot buffer with the dispatch kernel's byte map, and
     read slot 0 with the receive epilogue's. See the module docstring.
 
@@ -172,6 +173,10 @@ def replay(plan) -> Replay:
     stride = writer.num_bytes
     num_experts = plan.num_total_experts
     sample = (plan.num_ranks - 1) * plan.num_max_tokens_per_rank
+    if sample + 1 > (1 << 31) - 1:
+        # The global index is an int upstream; past it (a plan whose kernel limits already fail,
+        # see the report) the last rank's index cannot be written, so rank 0 gives the sample.
+        sample = 0
     buffer = bytearray(2 * stride)
     for slot, src in ((0, sample), (1, sample + 1)):
         for f in writer.data_fields():

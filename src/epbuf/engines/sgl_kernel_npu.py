@@ -69,8 +69,9 @@ KNOBS = (
          help="dispatch dtype: auto/bf16 = BF16 on NPU; fp8/int8 = int8 quantized dispatch"),
     Knob(name="--soc", kind="choice", default="a3", choices=("a3", "a2"),
          help="epbuf's flag: Ascend generation (A3: ops tilings; A2: ops2 tilings on one server, doc minimums across)"),
-    Knob(name="--hccl-communicators", kind="int", lo=1, default=1,
-         help="epbuf's flag: HCCL communicators on the NPU that use HCCL_BUFFSIZE (the EP group counts 1)"),
+    # Each communicator is one window in the report; no parallel layout has more than a few dozen.
+    Knob(name="--hccl-communicators", kind="int", lo=1, hi=1024, default=1,
+         help="epbuf's flag: HCCL communicators on the NPU that use HCCL_BUFFSIZE (the EP group counts 1; at most 1024)"),
     hccl_knob("HCCL_BUFFSIZE", f"CANN; {SKN} {MC2_UTILS}", "MiB of each communicator's window (x2 allocated)"),
     hccl_knob("DEEPEP_HCCL_BUFFSIZE", f"{SKN} {MC2_UTILS}", "what the op checks read instead of HCCL_BUFFSIZE",
                default=None),
