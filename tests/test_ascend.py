@@ -363,3 +363,13 @@ def test_summarize_equals_summary_of_report(p):
     assert _summary_or_error(lambda q: summarize(q, "ascend"), p) == expected
     if isinstance(expected, tuple):
         assert "int32" in expected[1] or "int64" in expected[1]
+
+
+def test_sf_packs_above_the_hint_say_smaller_not_negative_larger(capsys):
+    """Issue 9: with a large --sf-packs the finding said "-116,391,936 B larger than used"."""
+    from epbuf.cli import main
+
+    assert main(["hint", "--sf-packs", "2000", "--wide"]) == 0
+    out = capsys.readouterr().out
+    assert "116,391,936 B smaller than a real run needs" in out and "-116,391,936" not in out
+    assert "hint UNDER-reserves" in out

@@ -236,8 +236,11 @@ def report(plan) -> Report:
         findings.append(Finding(
             severity="info", code="ascend.hint-sf-approximation",
             message=(f"the hint reserves ceil(hidden/32) = {hint_packs} SF packs per token; a real FP8 dispatch sends "
-                     f"{real_packs}, so the dispatch region is {format_int(hint_dispatch.num_bytes - real_dispatch.num_bytes)} "
-                     f"B larger than used"),
+                     f"{real_packs}, so the dispatch region is "
+                     + (f"{format_int(hint_dispatch.num_bytes - real_dispatch.num_bytes)} B larger than used"
+                        if hint_dispatch.num_bytes >= real_dispatch.num_bytes else
+                        f"{format_int(real_dispatch.num_bytes - hint_dispatch.num_bytes)} B smaller than a real run "
+                        f"needs")),
             data={"hint_num_sf_packs": hint_packs, "real_num_sf_packs": real_packs,
                   "num_bytes_over_reserved": hint_dispatch.num_bytes - real_dispatch.num_bytes},
         ))
