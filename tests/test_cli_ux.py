@@ -417,6 +417,10 @@ WIDE_COMMANDS = [
     ("hint", "--hidden", "7000", "--ranks", "300"), ("hint", "--backend", "deepep-v1", "--ranks", "32", "--verbose"),
     ("devices",), ("models",), ("layout", "--backend", "deepep-v2"), ("compare", "--device", "h200"),
     ("fit", "--device", "h200"), ("sweep", "--tokens", "1:3", "--ranks", "8,24"),
+    ("engine", "vllm", "--model", "deepseek-v3", "-dp", "16", "--enable-expert-parallel"),
+    ("engine", "vllm", "--model", "glm-4.5", "--ranks", "16", "--all2all-backend", "deepep_low_latency",
+     "--enable-eplb", "--num-redundant-experts", "288", "--max-num-batched-tokens", "2048"),
+    ("engine", "sgl-kernel-npu", "--model", "deepseek-v3", "--ranks", "16", "--deepep-mode", "low_latency"),
 ]
 
 
@@ -462,3 +466,18 @@ def test_sweep_says_the_constant_axes_once(capsys):
     assert out.splitlines()[1].split()[:3] == ["backend", "ranks", "tokens"]
     code, out, _ = run(capsys, "sweep", "--tokens", "1:3", "--backends", "ascend", "--wide")
     assert out.splitlines()[0].split()[:3] == ["backend", "hidden", "top-k"]
+
+
+def test_one_note_is_singular(capsys):
+    """Issue 12: "(1 notes" reads "(1 note; --verbose shows it)"."""
+    from epbuf.engines import report
+    from epbuf.render import render_engine_report
+
+    rep = report("vllm", model="deepseek-v3", num_ranks=16)
+    notes = [f for f in rep.report.findings if f.severity == "info"]
+    text = render_engine_report(rep)
+    if len(notes) == 1:
+        assert "(1 note; --verbose shows it)" in text
+    else:
+        assert f"({len(notes)} notes; --verbose shows them)" in text
+    assert "(1 notes" not in text

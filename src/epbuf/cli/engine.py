@@ -22,8 +22,8 @@ import argparse
 import sys
 
 from ._options import (
-    Parser, RawDescriptionFormatter, add_device_options, add_model_options, device_from_args, has_error_finding, int_arg, model_from_args,
-    positive_bytes_arg, print_json,
+    Parser, RawDescriptionFormatter, add_device_options, add_model_options, add_wide_option, device_from_args,
+    has_error_finding, int_arg, model_from_args, output_width, positive_bytes_arg, print_json,
 )
 
 from ._engine_launch import EXAMPLES, LaunchLine, parse_launch_line, unknown_options
@@ -112,6 +112,7 @@ def build_engine_parser(name: str) -> argparse.ArgumentParser:
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.engine/1)")
     o.add_argument("--verbose", action="store_true", help="also regions, notes and every limit")
+    add_wide_option(o)
     o.add_argument("--strict", action="store_true",
                    help="exit with status 1 when the configuration breaks an upstream limit (an error finding)")
     return p
@@ -207,5 +208,5 @@ def run(args: argparse.Namespace) -> int:
         return status
     from ..render import render_engine_report
 
-    sys.stdout.write(render_engine_report(rep, verbose=opts.verbose))
+    sys.stdout.write(render_engine_report(rep, verbose=opts.verbose, width=output_width(opts)))
     return status
