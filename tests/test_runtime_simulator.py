@@ -67,12 +67,22 @@ def simulate(case: Case, array: str):
             y = local_partial(case, y, back(out[r].recv_topk_weights), back(out[r].recv_topk_idx))
         ys.append(conv(y))
     combined = sim.combine(ys, [o.handle for o in out], [o.recv_topk_weights for o in out] if case.weights else None)
+    sim.test_ys = ys  # what each rank sent back, for the tests that read the combine region
     return sim, out, combined, back
+
+
+@pytest.fixture(params=[0, 1 << 62], ids=["own records in place", "own records exchanged"])
+def self_bypass(request, monkeypatch):
+    """A rank's records to itself skip the exchange (threshold 0) or travel through it."""
+    from epbuf.runtime._core import RankState
+
+    monkeypatch.setattr(RankState, "SELF_BYPASS_BYTES", request.param)
+    return request.param
 
 
 @pytest.mark.parametrize("array", ["torch", "numpy"])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_simulator_equals_the_dense_reference(case, array):
+def test_simulator_equals_the_dense_reference(case, array, self_bypass):
     sim, out, combined, back = simulate(case, array)
 
     class AsTorch:
@@ -93,7 +103,7 @@ def test_simulator_equals_the_dense_reference(case, array):
     assert problems == []
 
 
-def test_the_buffer_holds_deepeps_image_after_dispatch():
+def test_the_buffer_holds_deepeps_image_after_dispatch(self_bypass):
     """Slot (r, t) of rank q's dispatch region holds the t-th token rank r sent to q, as
     DeepEP-Ascend's receive buffer does: read back straight from the buffer bytes (combine
     reuses the memory, so only dispatch runs here)."""
@@ -112,6 +122,39 @@ def test_the_buffer_holds_deepeps_image_after_dispatch():
             assert fields["src_token_global_idx"].reshape(-1).tolist() == src[first:first + count]
             assert all(s // T == r for s in src[first:first + count])
             first += count
+
+
+@pytest.mark.parametrize("case", [CASES[4], CASES[5]], ids=["4 ranks, 3-D y", "3 ranks, 2-D y"])
+def test_the_buffer_holds_the_reduce_slots_after_combine(case, self_bypass):
+    """Slot (k, i) of rank q's combine region holds what token i's k-th destination sent
+    back (destinations in the order of their last top-k slot, refs.py's accumulation
+    order): its BF16 partial and the token's weights; slots past a token's destinations
+    hold zeros."""
+    sim, out, combined, back = simulate(case, "torch")
+    grid = region_slots(sim.layout.report, "combine")
+    inputs = [make_inputs(case, r) for r in range(case.num_ranks)]
+    per_rank = case.num_experts // case.num_ranks
+    for q in range(case.num_ranks):
+        idx, weights = inputs[q][1], inputs[q][2]
+        region = sim.buffers[q][grid.offset:]
+        for i in range(case.tokens[q]):
+            last = {}
+            for j, e in enumerate(idx[i].tolist()):
+                if e >= 0:
+                    last[e // per_rank] = j
+            order = sorted(last, key=last.get)
+            for k in range(grid.rows):
+                got = unpack(grid.record, region, slots=[grid.slot_index(k, i)])
+                if k < len(order):
+                    d = order[k]
+                    row = out[d].recv_src_token_global_idx.tolist().index(q * T + i)
+                    sent = sim.test_ys[d]
+                    if not case.y_2d:  # the runtime reduced the slots of d's experts first
+                        sent = local_partial(case, sent, out[d].recv_topk_weights, out[d].recv_topk_idx)
+                    assert torch.equal(got["hidden"].view(torch.int16), sent[row].reshape(1, -1).view(torch.int16))
+                    assert torch.equal(got["topk_weights"], weights[i].reshape(1, -1))
+                else:
+                    assert not got["hidden"].view(torch.int16).any() and not got["topk_weights"].any()
 
 
 def plan(**kw):
