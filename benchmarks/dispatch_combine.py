@@ -3,13 +3,16 @@ DeepEP's ``deep_ep/utils/refs.py`` (per-destination masking in a Python loop, on
 ``all_to_all_single`` per tensor), in the same run, with identical results checked.
 
 Per rank and iteration both do a full dispatch (FP8 tokens + scales, top-k ids and weights)
-and a combine (BF16, one partial per received token, and the top-k weights summed back). Timings are medians over alternating
-iterations, each after a barrier; the figure is ``baseline / epbuf`` (target >= 1.5). Also
-printed: the bytes rank 0 sends in its dispatch and in its combine (its own share included)
-against the bytes its buffer reserves (dispatch and combine reuse the same bytes).
+and a combine (BF16, one partial per received token, and the top-k weights summed back). Each
+iteration times both, after a barrier each, epbuf first in even iterations and the baseline
+first in odd ones; the figures are medians over the iterations of the slower rank, and the
+speed-up is ``baseline / epbuf`` (target >= 1.5). Also printed: the bytes rank 0's records
+take in its dispatch and in its combine (its own share included, whether or not it travels)
+against the bytes its buffer reserves (dispatch and combine reuse the same bytes), and the
+scratch bytes epbuf keeps besides the buffer (``Buffer.workspace_num_bytes``).
 
     python benchmarks/dispatch_combine.py
-    python benchmarks/dispatch_combine.py --tokens 16,64,256 --iters 21
+    python benchmarks/dispatch_combine.py --tokens 16,64,256 --iters 31
 """
 
 from __future__ import annotations
@@ -129,8 +132,9 @@ def bench(rank: int, num_ranks: int, token_counts: list[int], hidden: int, topk:
                      and torch.equal(combined.combined_x.view(torch.int16), bcombined.view(torch.int16))
                      and torch.equal(combined.combined_topk_weights, bcombined_w))
         t_ours, t_theirs = [], []
-        for _ in range(iters):
-            for fn, times in ((ours, t_ours), (theirs, t_theirs)):
+        for i in range(iters):
+            pair = ((ours, t_ours), (theirs, t_theirs))
+            for fn, times in (pair if i % 2 == 0 else pair[::-1]):
                 dist.barrier()
                 start = time.perf_counter()
                 fn()
@@ -141,16 +145,18 @@ def bench(rank: int, num_ranks: int, token_counts: list[int], hidden: int, topk:
         rows.append(dict(tokens=num_tokens, ours=statistics.median(t_ours), theirs=statistics.median(t_theirs),
                          identical=identical, reserved=buffer.num_bytes, dispatch_sent=h.dispatch_num_bytes_sent,
                          combine_sent=h.combine_num_bytes_sent, baseline_moved=baseline_bytes,
+                         workspace=getattr(buffer, "workspace_num_bytes", 0),
                          dispatch_record=h.dispatch_stride, combine_record=h.combine_stride))
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tokens", default="16,128,512", help="num_max_tokens_per_rank values (each rank sends that many)")
+    ap.add_argument("--tokens", default="16,128,512,4096",
+                    help="num_max_tokens_per_rank values (each rank sends that many)")
     ap.add_argument("--hidden", type=int, default=7168)
     ap.add_argument("--topk", type=int, default=8)
-    ap.add_argument("--iters", type=int, default=11)
+    ap.add_argument("--iters", type=int, default=21)
     args = ap.parse_args(argv)
 
     from epbuf.runtime.testing import run_gloo
@@ -161,14 +167,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; 2 gloo ranks on loopback, 1 torch thread each; "
           f"FP8 hidden {args.hidden}, top-k {args.topk}, 64 experts, 10% of slots -1; median of {args.iters}")
     print(f"{'tokens/rank':>11} {'epbuf ms':>9} {'refs-style ms':>14} {'speed-up':>9} {'identical':>9} "
-          f"{'dispatch sent B':>16} {'combine sent B':>15} {'baseline sent B':>16} {'reserved B':>11}")
+          f"{'dispatch sent B':>16} {'combine sent B':>15} {'baseline sent B':>16} {'reserved B':>11} "
+          f"{'workspace B':>12}")
     for rank_rows in zip(*results):
         ours = max(row["ours"] for row in rank_rows)  # the slower rank sets the pace
         theirs = max(row["theirs"] for row in rank_rows)
         row = rank_rows[0]
         print(f"{row['tokens']:>11,} {ours * 1e3:9.2f} {theirs * 1e3:14.2f} {theirs / ours:8.2f}x "
               f"{str(all(r['identical'] for r in rank_rows)):>9} {row['dispatch_sent']:>16,} "
-              f"{row['combine_sent']:>15,} {row['baseline_moved']:>16,} {row['reserved']:>11,}")
+              f"{row['combine_sent']:>15,} {row['baseline_moved']:>16,} {row['reserved']:>11,} "
+              f"{max(r['workspace'] for r in rank_rows):>12,}")
     first = results[0][0]
     print(f"records: dispatch {first['dispatch_record']:,} B, combine {first['combine_record']:,} B (rank 0's bytes shown)")
     return 0

@@ -260,3 +260,46 @@ def test_buffer_checks_on_a_one_rank_group(tmp_path):
     finally:
         dist.destroy_process_group()
     assert PeerError.__mro__[1] is EpbufError
+
+
+@pytest.mark.parametrize("array", ["torch", "numpy"])
+def test_combine_sums_from_plus_zero_bit_for_bit(array, self_bypass):
+    """The reduction starts from the first partial and adds +0.0 before rounding: the same
+    bits as refs.py's sum from +0.0, also for -0.0, infinite and (torch) NaN partials (a sum
+    of -0.0 partials is +0.0; a token with one partial of -0.0 gets +0.0)."""
+    the_plan = plan(num_max_tokens_per_rank=6)
+    sim = Simulator(the_plan, array="torch")
+    # rank 0's tokens: to both ranks (experts 0 and 2), to rank 0 only, to rank 1 only
+    idx = torch.tensor([[0, 2], [2, 0], [0, 2], [1, -1], [3, -1], [0, 3]])
+    x = torch.zeros(6, 256, dtype=torch.bfloat16)
+    out = sim.dispatch([x, x[:0]], [idx, idx[:0]])
+    specials = [-0.0, 0.0, float("inf"), 1.5, -1.5, 3e38]
+    if array == "torch":  # numpy's BF16 rounding writes every NaN as 0x7FC0, torch's vector path keeps its bits
+        specials += [float("nan"), -float("inf")]
+    specials = torch.tensor(specials, dtype=torch.bfloat16)
+    g = torch.Generator().manual_seed(0)
+    ys = [specials[torch.randint(0, len(specials), (int(o.recv_src_token_global_idx.numel()), 256), generator=g)]
+          for o in out]
+    ys[0][0] = -0.0  # token 0: -0.0 from both ranks
+    ys[1][0] = -0.0
+    if array == "numpy":  # the same dispatch and combine on numpy buffers (BF16 as uint16 bits)
+        np_sim = Simulator(the_plan, array="numpy")
+
+        def to_np(t):
+            return t.view(torch.int16).numpy().view(np.uint16)
+
+        np_out = np_sim.dispatch([to_np(x), to_np(x[:0])], [idx.numpy(), idx[:0].numpy()])
+        got = np_sim.combine([to_np(y) for y in ys], [o.handle for o in np_out])[0].combined_x
+        got = torch.from_numpy(got.view(np.int16))
+    else:
+        got = sim.combine(ys, [o.handle for o in out])[0].combined_x.view(torch.int16)
+    # refs.py: +0.0, then each destination's partial in the order of its last top-k slot
+    expected = torch.zeros(6, 256)
+    rows = [o.recv_src_token_global_idx.tolist() for o in out]
+    order = {0: [0, 1], 1: [1, 0], 2: [0, 1], 3: [0], 4: [1], 5: [0, 1]}
+    for token, ranks in order.items():
+        for r in ranks:
+            expected[token] += ys[r][rows[r].index(token)].float()
+    expected = expected.to(torch.bfloat16).view(torch.int16)
+    assert torch.equal(got, expected)
+    assert not got[0].any()  # +0.0, not -0.0

@@ -210,13 +210,20 @@ class _NumpyOps:
     def index_add(self, acc, index, values) -> None:
         acc[index] += values  # unique indices: one addition per element
 
+    def load_bfloat16(self, acc, bits) -> None:
+        """``acc[...] = float32(bits)``: fp32 ``acc``, BF16 values as their uint16 bit patterns."""
+        acc[...] = self.bf16_to_float32(bits)
+
     def add_bfloat16(self, acc, bits) -> None:
-        """``acc += float32(bits)``: fp32 ``acc``, BF16 values as their uint16 bit patterns."""
-        acc += self.bf16_to_float32(bits)
+        """``acc += float32(bits)`` (IEEE results for infinities and NaN, without warnings)."""
+        with self.np.errstate(over="ignore", invalid="ignore"):
+            acc += self.bf16_to_float32(bits)
 
     def store_bfloat16(self, out, acc) -> None:
-        """``out[...] = bfloat16(acc)`` (bit patterns, round to nearest even)."""
-        out[...] = self.float32_to_bf16(acc)
+        """``out[...] = bfloat16(acc + 0.0)`` (bit patterns, round to nearest even); the +0.0
+        turns a -0.0 sum into +0.0, as a sum that starts from +0.0 ends."""
+        with self.np.errstate(over="ignore", invalid="ignore"):
+            out[...] = self.float32_to_bf16(acc + self.np.float32(0.0))
 
     def where(self, mask, values, other: float):
         return self.np.where(mask, values, self.np.asarray(other, dtype=values.dtype))
@@ -379,13 +386,18 @@ class _TorchOps:
     def index_add(self, acc, index, values) -> None:
         acc.index_add_(0, index, values)
 
+    def load_bfloat16(self, acc, values) -> None:
+        acc.copy_(values)  # exact
+
     def add_bfloat16(self, acc, values) -> None:
         """``acc += values.float()`` without the temporary: torch adds a BF16 tensor (even a
         strided view) into fp32 exactly, several times faster than ``.float()`` of the view."""
         acc.add_(values)
 
     def store_bfloat16(self, out, acc) -> None:
-        out.copy_(acc)  # round to nearest even, as .to(torch.bfloat16)
+        # fp32 acc + 0.0, rounded to nearest even into BF16 ``out`` (as .to(torch.bfloat16)):
+        # the +0.0 turns a -0.0 sum into +0.0, as a sum that starts from +0.0 ends.
+        self.torch.add(acc, 0.0, out=out)
 
     def where(self, mask, values, other: float):
         return self.torch.where(mask, values, other)

@@ -251,6 +251,15 @@ class RecordSlots:
         column = self._column(0, self.stride)
         return (column.words, column.size) if size else column.words
 
+    def field_view(self, name: str):
+        """Field ``name`` of every addressable slot as a zero-copy ``[slots, count]`` view in
+        its dtype (it aliases the buffer), or ``None`` where the element type allows none."""
+        f = self.spec.data[name]
+        dtype, count = _want(f, self.ops)
+        rows = self._column(f.offset, f.num_bytes).bytes
+        view = self.ops.view_as(rows, dtype)
+        return None if view is None else view.reshape(rows.shape[0], count)
+
     def whole_records_bytes(self):
         """Every whole slot as one ``[slots, stride]`` uint8 row."""
         return self._column(0, self.stride).bytes

@@ -38,7 +38,7 @@ both grown to the largest call and reused: allocating them per call costs a page
 from __future__ import annotations
 
 import zlib
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import NamedTuple
 
 from .._record import Record
@@ -101,23 +101,23 @@ class RuntimeLayout(Record):
                              f"not ranks x tokens = {plan.num_ranks} x {plan.num_max_tokens_per_rank}")
         return cls(report=rep, dispatch=dispatch, combine=combine, num_bytes=dispatch.buffer.num_bytes)
 
-    @property
+    @cached_property  # asked for several times per call; the layout never changes
     def num_ranks(self) -> int:
         return self.dispatch.rows
 
-    @property
+    @cached_property  # asked for several times per call; the layout never changes
     def num_max_tokens_per_rank(self) -> int:
         return self.dispatch.slots
 
-    @property
+    @cached_property  # asked for several times per call; the layout never changes
     def num_topk(self) -> int:
         return self.dispatch.record.field("topk_idx").count
 
-    @property
+    @cached_property  # asked for several times per call; the layout never changes
     def hidden(self) -> int:
         return self.dispatch.record.field("hidden").count
 
-    @property
+    @cached_property  # asked for several times per call; the layout never changes
     def num_sf_bytes(self) -> int:
         """SF bytes per token of a real FP8 dispatch (0 for BF16)."""
         try:
@@ -125,7 +125,7 @@ class RuntimeLayout(Record):
         except KeyError:
             return 0
 
-    @property
+    @cached_property  # asked for several times per call; the layout never changes
     def num_experts(self) -> int:
         return int(self.report.inputs["num_experts"]) + int(self.report.inputs.get("num_redundant_experts", 0))
 
@@ -259,6 +259,7 @@ class RankState:
         self._workspace = None  # send records and combine staging, reused across calls
         self._workspace_slots: dict = {}  # record name -> RecordSlots over the workspace
         self._accumulator = None  # fp32 rows of the combine reduction, reused across calls
+        self._views = None  # zero-copy views of the combine region's partials and weights
 
     def workspace(self, num_bytes: int):
         """``num_bytes`` of scratch memory next to the buffer, reused by every call and grown
@@ -626,8 +627,27 @@ class RankState:
         self.combine_slots.pack(slots=slots, hidden=prepared.partial[first:end],
                                 topk_weights=None if weights is None else weights[first:end])
 
+    def _reduce_views(self):
+        """The combine region's BF16 partials ``[rows, slots, hidden]`` and weights ``[rows,
+        slots, num_topk]``: zero-copy views built once, or copies where the element type
+        allows no view (then read afresh each call)."""
+        if self._views is None:
+            lay, records = self.layout, self.combine_slots
+            hidden, weights = records.field_view("hidden"), records.field_view("topk_weights")
+            cache = hidden is not None and weights is not None
+            if not cache:
+                fields = records.unpack(num_slots=lay.combine.num_slots, fields=["hidden", "topk_weights"], copy=False)
+                hidden, weights = fields["hidden"], fields["topk_weights"]
+            shape = (lay.combine.rows, lay.num_max_tokens_per_rank)
+            views = (hidden[:lay.combine.num_slots].reshape(*shape, lay.hidden),
+                     weights[:lay.combine.num_slots].reshape(*shape, lay.num_topk))
+            if not cache:
+                return views
+            self._views = views
+        return self._views
+
     # Tokens per block of the reduction: its fp32 rows stay in the cache between the additions.
-    _REDUCE_BLOCK_BYTES = 1 << 20
+    _REDUCE_BLOCK_BYTES = 2 << 20
 
     def finish_combine(self, prepared: CombineSend, handle: Handle, staging,
                        self_packed: bool = False) -> CombineResult:
@@ -636,7 +656,9 @@ class RankState:
         >=`` the token's destinations), then add the rows ``k = 0, 1, ...`` in order through
         strided views of the region, a block of tokens at a time. The zeros add +0.0 to a
         sum that started at +0.0, which changes no bit, so every token is the fp32 sum of its
-        own partials in order (``refs.py`` ``ordered_accumulate``), rounded once to BF16."""
+        own partials in order (``refs.py`` ``ordered_accumulate``), rounded once to BF16.
+        The sum starts from the first partial instead of +0.0 and gets +0.0 added before the
+        rounding: the same bits (the two differ only in the sign of a zero sum), one pass less."""
         lay, ops = self.layout, self.ops
         np = _numpy()
         record = lay.combine.record
@@ -653,14 +675,12 @@ class RankState:
             ops.scatter_into(region, ops.index(peer_slots, like=self.buffer), words)
         if not self_packed:
             self.pack_combine_self(prepared, handle)
-        used = int(handle.num_destinations.max()) if num_tokens else 0
-        empty = [k * tokens + np.nonzero(handle.num_destinations <= k)[0] for k in range(used)]
-        empty = np.concatenate(empty) if empty else np.zeros(0, dtype=np.int64)
-        if len(empty):
+        destinations = handle.num_destinations
+        used = int(destinations.max()) if num_tokens else 0
+        if num_tokens and int(destinations.min()) < rows:
+            empty = np.concatenate([k * tokens + np.nonzero(destinations <= k)[0] for k in range(rows)])
             ops.zero_at(region, ops.index(empty, like=self.buffer))
-        names = ["hidden", "topk_weights"] if with_weights else ["hidden"]
-        views = self.combine_slots.unpack(num_slots=rows * tokens, fields=names, copy=False)
-        hidden = views["hidden"].reshape(rows, tokens, lay.hidden)
+        hidden, weights = self._reduce_views()
         combined = ops.empty((num_tokens, lay.hidden), ops.dtype("bfloat16"), like=self.buffer)
         f32 = ops.dtype("float32")
         block = max(1, min(num_tokens, self._REDUCE_BLOCK_BYTES // (4 * lay.hidden)))
@@ -669,13 +689,12 @@ class RankState:
         for start in range(0, num_tokens, block):
             end = min(start + block, num_tokens)
             acc = self._accumulator[:end - start]
-            acc[...] = 0
-            for k in range(used):
+            ops.load_bfloat16(acc, hidden[0, start:end])
+            for k in range(1, used):
                 ops.add_bfloat16(acc, hidden[k, start:end])
             ops.store_bfloat16(combined[start:end], acc)
         combined_weights = None
         if with_weights:
-            weights = views["topk_weights"].reshape(rows, tokens, lay.num_topk)
             combined_weights = ops.zeros((num_tokens, lay.num_topk), f32, like=self.buffer)
             for k in range(used):
                 combined_weights += weights[k, :num_tokens]
@@ -689,7 +708,12 @@ def _later(num_topk: int):
     return np.triu(np.ones((num_topk, num_topk), dtype=bool), 1)[None]
 
 
-def _numpy():
-    from ..codec._arrays import numpy_ops
+_NP: list = []
 
-    return numpy_ops().np
+
+def _numpy():
+    if not _NP:
+        from ..codec._arrays import numpy_ops
+
+        _NP.append(numpy_ops().np)
+    return _NP[0]

@@ -86,6 +86,9 @@ class Buffer:
         if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0):
             raise InvalidArgumentError([ArgumentProblem("timeout", timeout, "seconds, > 0")])
         self.timeout = float(timeout)
+        from datetime import timedelta
+
+        self._timeout_delta = timedelta(seconds=self.timeout)
         if device is None:
             gloo = dist.get_backend(self.group) == "gloo"
             device = "cpu" if gloo else torch.device("cuda", torch.cuda.current_device())
@@ -107,10 +110,8 @@ class Buffer:
 
     # --- collectives ---------------------------------------------------------------------
     def _wait(self, work, what: str) -> None:
-        from datetime import timedelta
-
         try:
-            work.wait(timeout=timedelta(seconds=self.timeout))
+            work.wait(timeout=self._timeout_delta)
         except Exception as error:  # gloo/NCCL raise RuntimeError subclasses: a dead peer, a timeout
             self._broken = f"{what} failed: {error}"
             raise PeerError(f"{what} did not complete within {self.timeout:g} s on rank {self.rank} (a peer died, "
