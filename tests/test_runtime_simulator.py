@@ -134,9 +134,14 @@ def test_the_buffer_holds_the_reduce_slots_after_combine(case, self_bypass):
     grid = region_slots(sim.layout.report, "combine")
     inputs = [make_inputs(case, r) for r in range(case.num_ranks)]
     per_rank = case.num_experts // case.num_ranks
+    sent = [y if case.y_2d else local_partial(case, y, o.recv_topk_weights, o.recv_topk_idx)  # reduced over d's slots
+            for y, o in zip(sim.test_ys, out)]
+    sources = [o.recv_src_token_global_idx.tolist() for o in out]
     for q in range(case.num_ranks):
         idx, weights = inputs[q][1], inputs[q][2]
-        region = sim.buffers[q][grid.offset:]
+        slots = unpack(grid.record, sim.buffers[q][grid.offset:], num_slots=grid.num_slots)
+        hidden = slots["hidden"].view(torch.int16).reshape(grid.rows, grid.slots, -1)
+        topk_weights = slots["topk_weights"].reshape(grid.rows, grid.slots, -1)
         for i in range(case.tokens[q]):
             last = {}
             for j, e in enumerate(idx[i].tolist()):
@@ -144,17 +149,13 @@ def test_the_buffer_holds_the_reduce_slots_after_combine(case, self_bypass):
                     last[e // per_rank] = j
             order = sorted(last, key=last.get)
             for k in range(grid.rows):
-                got = unpack(grid.record, region, slots=[grid.slot_index(k, i)])
                 if k < len(order):
                     d = order[k]
-                    row = out[d].recv_src_token_global_idx.tolist().index(q * T + i)
-                    sent = sim.test_ys[d]
-                    if not case.y_2d:  # the runtime reduced the slots of d's experts first
-                        sent = local_partial(case, sent, out[d].recv_topk_weights, out[d].recv_topk_idx)
-                    assert torch.equal(got["hidden"].view(torch.int16), sent[row].reshape(1, -1).view(torch.int16))
-                    assert torch.equal(got["topk_weights"], weights[i].reshape(1, -1))
+                    row = sources[d].index(q * T + i)
+                    assert torch.equal(hidden[k, i], sent[d][row].view(torch.int16))
+                    assert torch.equal(topk_weights[k, i], weights[i])
                 else:
-                    assert not got["hidden"].view(torch.int16).any() and not got["topk_weights"].any()
+                    assert not hidden[k, i].any() and not topk_weights[k, i].any()
 
 
 def plan(**kw):
