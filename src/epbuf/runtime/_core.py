@@ -653,12 +653,12 @@ class RankState:
                        self_packed: bool = False) -> CombineResult:
         """Place each peer's partial at its slot ``(k, i)`` with one row scatter (and this
         rank's own partials unless ``self_packed``), zero the slots no partial reached (``k
-        >=`` the token's destinations), then add the rows ``k = 0, 1, ...`` in order through
-        strided views of the region, a block of tokens at a time. The zeros add +0.0 to a
-        sum that started at +0.0, which changes no bit, so every token is the fp32 sum of its
-        own partials in order (``refs.py`` ``ordered_accumulate``), rounded once to BF16.
-        The sum starts from the first partial instead of +0.0 and gets +0.0 added before the
-        rounding: the same bits (the two differ only in the sign of a zero sum), one pass less."""
+        >=`` the token's destinations), then sum the rows ``k = 0, 1, ...`` in order through
+        strided views of the region, in fp32, a block of tokens at a time, rounded once to BF16
+        (``refs.py`` ``ordered_accumulate``). refs.py's sum starts from +0.0; this one starts
+        from the first partial and adds +0.0 before rounding: the same bits (the two differ
+        only in the sign of a zero sum), one pass less. A zeroed slot adds +0.0, which changes
+        no such sum."""
         lay, ops = self.layout, self.ops
         np = _numpy()
         record = lay.combine.record
