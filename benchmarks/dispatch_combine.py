@@ -3,13 +3,16 @@ DeepEP's ``deep_ep/utils/refs.py`` (per-destination masking in a Python loop, on
 ``all_to_all_single`` per tensor), in the same run, with identical results checked.
 
 Per rank and iteration both do a full dispatch (FP8 tokens + scales, top-k ids and weights)
-and a combine (BF16, one partial per received token, and the top-k weights summed back). Timings are medians over alternating
-iterations, each after a barrier; the figure is ``baseline / epbuf`` (target >= 1.5). Also
-printed: the bytes rank 0 sends in its dispatch and in its combine (its own share included)
-against the bytes its buffer reserves (dispatch and combine reuse the same bytes).
+and a combine (BF16, one partial per received token, and the top-k weights summed back). Each
+iteration times both, after a barrier each, epbuf first in even iterations and the baseline
+first in odd ones; the figures are medians over the iterations of the slower rank, and the
+speed-up is ``baseline / epbuf`` (target >= 1.5). Also printed: the bytes rank 0's records
+take in its dispatch and in its combine (its own share included, whether or not it travels)
+against the bytes its buffer reserves (dispatch and combine reuse the same bytes), and the
+scratch bytes epbuf keeps besides the buffer (``Buffer.workspace_num_bytes``).
 
     python benchmarks/dispatch_combine.py
-    python benchmarks/dispatch_combine.py --tokens 16,64,256 --iters 21
+    python benchmarks/dispatch_combine.py --tokens 16,64,256 --iters 31
 """
 
 from __future__ import annotations
@@ -97,7 +100,22 @@ def inputs(rank: int, num_tokens: int, hidden: int, topk: int, num_experts: int)
     return x, torch.from_numpy(scales), idx, torch.rand(num_tokens, topk, generator=g)
 
 
-def bench(rank: int, num_ranks: int, token_counts: list[int], hidden: int, topk: int, iters: int) -> list[dict]:
+def digest(*tensors) -> int:
+    """A checksum of the tensors' bytes (to compare results computed in other processes)."""
+    import zlib
+
+    import torch
+
+    crc = 0
+    for t in tensors:
+        crc = zlib.crc32(t.contiguous().view(torch.uint8).numpy().tobytes(), crc)
+    return crc
+
+
+def bench(rank: int, num_ranks: int, token_counts: list[int], hidden: int, topk: int, iters: int,
+          who: str) -> list[dict]:
+    """Time ``who`` ("epbuf", "baseline" or "both", alternating which runs first) on this
+    rank: per token count, 2 warm-up calls, then ``iters`` timed calls, each after a barrier."""
     import torch
     import torch.distributed as dist
 
@@ -109,68 +127,117 @@ def bench(rank: int, num_ranks: int, token_counts: list[int], hidden: int, topk:
     for num_tokens in token_counts:
         plan = epbuf.Plan(hidden=hidden, num_topk=topk, num_experts=num_experts, num_ranks=num_ranks,
                           num_max_tokens_per_rank=num_tokens, use_fp8_dispatch=True)
-        buffer = Buffer(None, plan, timeout=120)
         x, sf, idx, w = inputs(rank, num_tokens, hidden, topk, num_experts)
+        buffer = Buffer(None, plan, timeout=120) if who != "baseline" else None
 
         def ours():
             r = buffer.dispatch((x, sf), idx, w)
             y = (r.recv_src_token_global_idx.float().unsqueeze(1) * 1e-4).expand(-1, hidden).to(torch.bfloat16)
-            return r, buffer.combine(y, r.handle, r.recv_topk_weights)
+            c = buffer.combine(y, r.handle, r.recv_topk_weights)
+            return (r.recv_x[0], r.recv_x[1], r.recv_topk_idx, r.recv_topk_weights, r.recv_src_token_global_idx,
+                    c.combined_x, c.combined_topk_weights), r.handle
 
         def theirs():
             recv_x, recv_idx, recv_w, recv_src, state = baseline_dispatch(x, sf, idx, w, num_tokens, num_experts)
             y = (recv_src.float().unsqueeze(1) * 1e-4).expand(-1, hidden).to(torch.bfloat16)
-            return (recv_x, recv_idx, recv_w, recv_src), baseline_combine(y, recv_w, state, num_tokens)
+            combined, combined_w = baseline_combine(y, recv_w, state, num_tokens)
+            return (recv_x[0], recv_x[1], recv_idx, recv_w, recv_src, combined, combined_w), None
 
-        (r, combined), ((bx, bsf), bidx, bw, bsrc), (bcombined, bcombined_w) = ours(), *theirs()
-        identical = (torch.equal(r.recv_x[0].view(torch.uint8), bx.view(torch.uint8))
-                     and torch.equal(r.recv_x[1], bsf) and torch.equal(r.recv_topk_idx, bidx)
-                     and torch.equal(r.recv_topk_weights, bw) and torch.equal(r.recv_src_token_global_idx, bsrc)
-                     and torch.equal(combined.combined_x.view(torch.int16), bcombined.view(torch.int16))
-                     and torch.equal(combined.combined_topk_weights, bcombined_w))
-        t_ours, t_theirs = [], []
-        for _ in range(iters):
-            for fn, times in ((ours, t_ours), (theirs, t_theirs)):
+        runs = {"epbuf": ours, "baseline": theirs}
+        runs = {k: v for k, v in runs.items() if who in (k, "both")}
+        times: dict = {k: [] for k in runs}
+        cpu: dict = {k: [] for k in runs}
+        outputs = {k: fn() for k, fn in runs.items()}  # warm-up, and the results to compare
+        for fn in runs.values():
+            fn()
+        for i in range(iters):
+            order = list(runs) if i % 2 == 0 else list(runs)[::-1]
+            for name in order:
                 dist.barrier()
-                start = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - start)
-        h = r.handle
-        baseline_bytes = int(sum(h.send_counts)) * (hidden + sf.shape[1] * 4 + topk * (8 + 4) + 4) \
-            + h.num_recv_tokens * (hidden * 2 + topk * 4)
-        rows.append(dict(tokens=num_tokens, ours=statistics.median(t_ours), theirs=statistics.median(t_theirs),
-                         identical=identical, reserved=buffer.num_bytes, dispatch_sent=h.dispatch_num_bytes_sent,
-                         combine_sent=h.combine_num_bytes_sent, baseline_moved=baseline_bytes,
-                         dispatch_record=h.dispatch_stride, combine_record=h.combine_stride))
+                start, start_cpu = time.perf_counter(), time.process_time()
+                runs[name]()
+                times[name].append(time.perf_counter() - start)
+                cpu[name].append(time.process_time() - start_cpu)  # all of the rank's threads (gloo's too)
+        row = dict(tokens=num_tokens, digest={k: digest(*out) for k, (out, _) in outputs.items()},
+                   times={k: statistics.median(v) for k, v in times.items()},
+                   cpu={k: statistics.median(v) for k, v in cpu.items()})
+        handle = outputs.get("epbuf", (None, None))[1]
+        if handle is not None:
+            row.update(reserved=buffer.num_bytes, dispatch_sent=handle.dispatch_num_bytes_sent,
+                       combine_sent=handle.combine_num_bytes_sent,
+                       workspace=getattr(buffer, "workspace_num_bytes", 0),
+                       dispatch_record=handle.dispatch_stride, combine_record=handle.combine_stride)
+        rows.append(row)
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tokens", default="16,128,512", help="num_max_tokens_per_rank values (each rank sends that many)")
+    ap.add_argument("--tokens", default="16,128,512,4096",
+                    help="num_max_tokens_per_rank values (each rank sends that many)")
     ap.add_argument("--hidden", type=int, default=7168)
     ap.add_argument("--topk", type=int, default=8)
-    ap.add_argument("--iters", type=int, default=11)
+    ap.add_argument("--iters", type=int, default=21, help="timed calls per process and token count")
+    ap.add_argument("--rounds", type=int, default=3, help="process pairs per implementation (separate mode)")
+    ap.add_argument("--interleaved", action="store_true",
+                    help="time both in the same processes, alternating call by call (each then shares the "
+                         "other's allocator and cache state)")
     args = ap.parse_args(argv)
 
     from epbuf.runtime.testing import run_gloo
 
     token_counts = [int(t) for t in args.tokens.split(",")]
-    results = run_gloo(bench, 2, token_counts, args.hidden, args.topk, args.iters, timeout=1800,
-                       collective_timeout=300)
+
+    def run(who: str) -> list:
+        ranks = run_gloo(bench, 2, token_counts, args.hidden, args.topk, args.iters, who, timeout=3600,
+                         collective_timeout=300)
+        return list(zip(*ranks))  # per token count: (rank 0 row, rank 1 row)
+
+    rounds = []  # per round: {"epbuf": per-token rows, "baseline": per-token rows}
+    if args.interleaved:
+        for _ in range(args.rounds):
+            both = run("both")
+            rounds.append({"epbuf": both, "baseline": both})
+    else:
+        for r in range(args.rounds):
+            order = ("epbuf", "baseline") if r % 2 == 0 else ("baseline", "epbuf")
+            rounds.append({who: run(who) for who in order})
+    mode = ("both in the same processes, alternating call by call" if args.interleaved else
+            "each in its own pair of processes, the two alternating")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; 2 gloo ranks on loopback, 1 torch thread each; "
-          f"FP8 hidden {args.hidden}, top-k {args.topk}, 64 experts, 10% of slots -1; median of {args.iters}")
-    print(f"{'tokens/rank':>11} {'epbuf ms':>9} {'refs-style ms':>14} {'speed-up':>9} {'identical':>9} "
-          f"{'dispatch sent B':>16} {'combine sent B':>15} {'baseline sent B':>16} {'reserved B':>11}")
-    for rank_rows in zip(*results):
-        ours = max(row["ours"] for row in rank_rows)  # the slower rank sets the pace
-        theirs = max(row["theirs"] for row in rank_rows)
-        row = rank_rows[0]
-        print(f"{row['tokens']:>11,} {ours * 1e3:9.2f} {theirs * 1e3:14.2f} {theirs / ours:8.2f}x "
-              f"{str(all(r['identical'] for r in rank_rows)):>9} {row['dispatch_sent']:>16,} "
-              f"{row['combine_sent']:>15,} {row['baseline_moved']:>16,} {row['reserved']:>11,}")
-    first = results[0][0]
-    print(f"records: dispatch {first['dispatch_record']:,} B, combine {first['combine_record']:,} B (rank 0's bytes shown)")
+          f"FP8 hidden {args.hidden}, top-k {args.topk}, 64 experts, 10% of slots -1; {mode}; per round the median "
+          f"of {args.iters} calls of the slower rank, then the median [range] over {args.rounds} rounds")
+    print(f"{'tokens/rank':>11} {'epbuf ms':>9} {'refs-style ms':>14} {'speed-up':>9} {'speed-up range':>15} "
+          f"{'identical':>9} {'CPU ms':>13} {'dispatch B':>11} {'combine B':>11} {'baseline B':>11} "
+          f"{'reserved B':>11} {'workspace B':>12}")
+    for t, num_tokens in enumerate(token_counts):
+        per_round, cpu = [], []
+        identical = True
+        for rnd in rounds:
+            cpu.append((max(row["cpu"]["epbuf"] for row in rnd["epbuf"][t]),
+                        max(row["cpu"]["baseline"] for row in rnd["baseline"][t])))
+            ours = max(row["times"]["epbuf"] for row in rnd["epbuf"][t])  # the slower rank sets the pace
+            theirs = max(row["times"]["baseline"] for row in rnd["baseline"][t])
+            per_round.append((ours, theirs))
+            identical &= all(a["digest"]["epbuf"] == b["digest"]["baseline"]
+                             for a, b in zip(rnd["epbuf"][t], rnd["baseline"][t]))
+        ours = statistics.median(o for o, _ in per_round)
+        theirs = statistics.median(b for _, b in per_round)
+        ups = [b / o for o, b in per_round]
+        row = rounds[0]["epbuf"][t][0]
+        moved = int(row["dispatch_sent"] // row["dispatch_record"]) * (args.hidden + 4 * -(-args.hidden // 128)
+                                                                        + args.topk * (8 + 4) + 4) \
+            + int(row["combine_sent"] // row["combine_record"]) * (args.hidden * 2 + args.topk * 4)
+        print(f"{num_tokens:>11,} {ours * 1e3:9.2f} {theirs * 1e3:14.2f} {statistics.median(ups):8.2f}x "
+              f"{min(ups):6.2f}-{max(ups):.2f}x {str(identical):>9} "
+              f"{statistics.median(c for c, _ in cpu) * 1e3:6.1f}/{statistics.median(c for _, c in cpu) * 1e3:<6.1f} "
+              f"{row['dispatch_sent']:>11,} "
+              f"{row['combine_sent']:>11,} {moved:>11,} {row['reserved']:>11,} "
+              f"{max(r['workspace'] for r in rounds[0]['epbuf'][t]):>12,}")
+    first = rounds[0]["epbuf"][0][0]
+    print(f"records: dispatch {first['dispatch_record']:,} B, combine {first['combine_record']:,} B (rank 0's bytes "
+          "shown; dispatch/combine B: epbuf's records, its own share included; baseline B: the baseline's tensors); "
+          "CPU ms: epbuf/baseline process CPU time per call (all threads), the busier rank")
     return 0
 
 

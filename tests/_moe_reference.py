@@ -194,16 +194,24 @@ def check_case(case, rank: int, run_dispatch, run_combine) -> list[str]:
     return problems
 
 
-def run_cases(rank: int, num_ranks: int, cases) -> list[str]:
-    """Every case through one torch.distributed Buffer per case."""
+def run_cases(rank: int, num_ranks: int, cases, self_bypass_bytes=(None,)) -> list[str]:
+    """Every case through one torch.distributed Buffer per case, once per entry of
+    ``self_bypass_bytes`` (``RankState.SELF_BYPASS_BYTES``: 0 = a rank's records to itself
+    always skip the exchange, a huge value = they always travel, None = the default)."""
     from epbuf.runtime import Buffer
+    from epbuf.runtime._core import RankState
 
+    default = RankState.SELF_BYPASS_BYTES
     problems = []
-    for case in cases:
-        assert case.num_ranks == num_ranks
-        buffer = Buffer(None, case.plan(), timeout=30)
-        assert buffer.num_bytes == buffer.layout.num_bytes
-        problems += check_case(case, rank, buffer.dispatch, buffer.combine)
+    for threshold in self_bypass_bytes:
+        RankState.SELF_BYPASS_BYTES = default if threshold is None else threshold
+        for case in cases:
+            assert case.num_ranks == num_ranks
+            buffer = Buffer(None, case.plan(), timeout=30)
+            assert buffer.num_bytes == buffer.layout.num_bytes
+            problems += [f"{p} (self bypass from {threshold} B)"
+                         for p in check_case(case, rank, buffer.dispatch, buffer.combine)]
+    RankState.SELF_BYPASS_BYTES = default
     return problems
 
 

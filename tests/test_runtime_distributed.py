@@ -23,6 +23,9 @@ from _moe_reference import refuse_then_die, run_cases, time_out  # noqa: E402
 from epbuf.runtime.testing import run_gloo  # noqa: E402
 
 T = 24  # num_max_tokens_per_rank
+# A rank's records to itself: written in place (threshold 0) and sent through the exchange (never
+# in place); the default threshold picks one of the two by size.
+BYPASS = (0, 1 << 62)
 
 CASES_2 = [
     Case("2r bf16 h7168 top8, ranks with 17 and 0 tokens", 7168, 8, 16, [17, 0], T, fp8=False, seed=1),
@@ -42,13 +45,14 @@ CASES_4 = [
 
 def test_two_ranks_equal_the_dense_reference():
     """Every output of dispatch (tokens, SF, local top-k ids, weights, source indices,
-    counts) and combine (BF16 sums, weights) is bit-identical to the reference."""
-    problems = run_gloo(run_cases, 2, CASES_2, timeout=120, collective_timeout=60)
+    counts) and combine (BF16 sums, weights) is bit-identical to the reference, whether a
+    rank's records to itself travel through the exchange or are written in place."""
+    problems = run_gloo(run_cases, 2, CASES_2, BYPASS, timeout=120, collective_timeout=60)
     assert problems == [[], []]
 
 
 def test_four_ranks_equal_the_dense_reference():
-    problems = run_gloo(run_cases, 4, CASES_4, timeout=150, collective_timeout=60)
+    problems = run_gloo(run_cases, 4, CASES_4, BYPASS, timeout=150, collective_timeout=60)
     assert problems == [[], [], [], []]
 
 

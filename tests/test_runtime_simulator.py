@@ -67,12 +67,22 @@ def simulate(case: Case, array: str):
             y = local_partial(case, y, back(out[r].recv_topk_weights), back(out[r].recv_topk_idx))
         ys.append(conv(y))
     combined = sim.combine(ys, [o.handle for o in out], [o.recv_topk_weights for o in out] if case.weights else None)
+    sim.test_ys = ys  # what each rank sent back, for the tests that read the combine region
     return sim, out, combined, back
+
+
+@pytest.fixture(params=[0, 1 << 62], ids=["own records in place", "own records exchanged"])
+def self_bypass(request, monkeypatch):
+    """A rank's records to itself skip the exchange (threshold 0) or travel through it."""
+    from epbuf.runtime._core import RankState
+
+    monkeypatch.setattr(RankState, "SELF_BYPASS_BYTES", request.param)
+    return request.param
 
 
 @pytest.mark.parametrize("array", ["torch", "numpy"])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_simulator_equals_the_dense_reference(case, array):
+def test_simulator_equals_the_dense_reference(case, array, self_bypass):
     sim, out, combined, back = simulate(case, array)
 
     class AsTorch:
@@ -93,7 +103,7 @@ def test_simulator_equals_the_dense_reference(case, array):
     assert problems == []
 
 
-def test_the_buffer_holds_deepeps_image_after_dispatch():
+def test_the_buffer_holds_deepeps_image_after_dispatch(self_bypass):
     """Slot (r, t) of rank q's dispatch region holds the t-th token rank r sent to q, as
     DeepEP-Ascend's receive buffer does: read back straight from the buffer bytes (combine
     reuses the memory, so only dispatch runs here)."""
@@ -112,6 +122,40 @@ def test_the_buffer_holds_deepeps_image_after_dispatch():
             assert fields["src_token_global_idx"].reshape(-1).tolist() == src[first:first + count]
             assert all(s // T == r for s in src[first:first + count])
             first += count
+
+
+@pytest.mark.parametrize("case", [CASES[4], CASES[5]], ids=["4 ranks, 3-D y", "3 ranks, 2-D y"])
+def test_the_buffer_holds_the_reduce_slots_after_combine(case, self_bypass):
+    """Slot (k, i) of rank q's combine region holds what token i's k-th destination sent
+    back (destinations in the order of their last top-k slot, refs.py's accumulation
+    order): its BF16 partial and the token's weights; slots past a token's destinations
+    hold zeros."""
+    sim, out, combined, back = simulate(case, "torch")
+    grid = region_slots(sim.layout.report, "combine")
+    inputs = [make_inputs(case, r) for r in range(case.num_ranks)]
+    per_rank = case.num_experts // case.num_ranks
+    sent = [y if case.y_2d else local_partial(case, y, o.recv_topk_weights, o.recv_topk_idx)  # reduced over d's slots
+            for y, o in zip(sim.test_ys, out)]
+    sources = [o.recv_src_token_global_idx.tolist() for o in out]
+    for q in range(case.num_ranks):
+        idx, weights = inputs[q][1], inputs[q][2]
+        slots = unpack(grid.record, sim.buffers[q][grid.offset:], num_slots=grid.num_slots)
+        hidden = slots["hidden"].view(torch.int16).reshape(grid.rows, grid.slots, -1)
+        topk_weights = slots["topk_weights"].reshape(grid.rows, grid.slots, -1)
+        for i in range(case.tokens[q]):
+            last = {}
+            for j, e in enumerate(idx[i].tolist()):
+                if e >= 0:
+                    last[e // per_rank] = j
+            order = sorted(last, key=last.get)
+            for k in range(grid.rows):
+                if k < len(order):
+                    d = order[k]
+                    row = sources[d].index(q * T + i)
+                    assert torch.equal(hidden[k, i], sent[d][row].view(torch.int16))
+                    assert torch.equal(topk_weights[k, i], weights[i])
+                else:
+                    assert not hidden[k, i].any() and not topk_weights[k, i].any()
 
 
 def plan(**kw):
@@ -217,3 +261,46 @@ def test_buffer_checks_on_a_one_rank_group(tmp_path):
     finally:
         dist.destroy_process_group()
     assert PeerError.__mro__[1] is EpbufError
+
+
+@pytest.mark.parametrize("array", ["torch", "numpy"])
+def test_combine_sums_from_plus_zero_bit_for_bit(array, self_bypass):
+    """The reduction starts from the first partial and adds +0.0 before rounding: the same
+    bits as refs.py's sum from +0.0, also for -0.0, infinite and (torch) NaN partials (a sum
+    of -0.0 partials is +0.0; a token with one partial of -0.0 gets +0.0)."""
+    the_plan = plan(num_max_tokens_per_rank=6)
+    sim = Simulator(the_plan, array="torch")
+    # rank 0's tokens: to both ranks (experts 0 and 2), to rank 0 only, to rank 1 only
+    idx = torch.tensor([[0, 2], [2, 0], [0, 2], [1, -1], [3, -1], [0, 3]])
+    x = torch.zeros(6, 256, dtype=torch.bfloat16)
+    out = sim.dispatch([x, x[:0]], [idx, idx[:0]])
+    specials = [-0.0, 0.0, float("inf"), 1.5, -1.5, 3e38]
+    if array == "torch":  # numpy's BF16 rounding writes every NaN as 0x7FC0, torch's vector path keeps its bits
+        specials += [float("nan"), -float("inf")]
+    specials = torch.tensor(specials, dtype=torch.bfloat16)
+    g = torch.Generator().manual_seed(0)
+    ys = [specials[torch.randint(0, len(specials), (int(o.recv_src_token_global_idx.numel()), 256), generator=g)]
+          for o in out]
+    ys[0][0] = -0.0  # token 0: -0.0 from both ranks
+    ys[1][0] = -0.0
+    if array == "numpy":  # the same dispatch and combine on numpy buffers (BF16 as uint16 bits)
+        np_sim = Simulator(the_plan, array="numpy")
+
+        def to_np(t):
+            return t.view(torch.int16).numpy().view(np.uint16)
+
+        np_out = np_sim.dispatch([to_np(x), to_np(x[:0])], [idx.numpy(), idx[:0].numpy()])
+        got = np_sim.combine([to_np(y) for y in ys], [o.handle for o in np_out])[0].combined_x
+        got = torch.from_numpy(got.view(np.int16))
+    else:
+        got = sim.combine(ys, [o.handle for o in out])[0].combined_x.view(torch.int16)
+    # refs.py: +0.0, then each destination's partial in the order of its last top-k slot
+    expected = torch.zeros(6, 256)
+    rows = [o.recv_src_token_global_idx.tolist() for o in out]
+    order = {0: [0, 1], 1: [1, 0], 2: [0, 1], 3: [0], 4: [1], 5: [0, 1]}
+    for token, ranks in order.items():
+        for r in ranks:
+            expected[token] += ys[r][rows[r].index(token)].float()
+    expected = expected.to(torch.bfloat16).view(torch.int16)
+    assert torch.equal(got, expected)
+    assert not got[0].any()  # +0.0, not -0.0

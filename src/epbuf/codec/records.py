@@ -31,7 +31,7 @@ from ..errors import EpbufError, InvalidArgumentError
 from ..report import Field, RecordLayout
 from ._arrays import NUMERIC_DTYPES, field_dtype, ops_for
 
-__all__ = ["pack", "unpack", "slot_rows", "CodecError"]
+__all__ = ["pack", "unpack", "slot_rows", "RecordSlots", "CodecError"]
 
 
 class CodecError(EpbufError):
@@ -49,6 +49,19 @@ def _problem(field: Field, value, ops, why: str) -> InvalidArgumentError:
                                          f"token; {why}")])
 
 
+_WANT: dict = {}
+
+
+def _want(field: Field, ops) -> tuple:
+    """``(dtype, elements per token)`` of ``field`` for ``ops`` (cached: asked for every field
+    of every pack)."""
+    key = (ops.kind, field.dtype, field.count, field.num_bytes)
+    found = _WANT.get(key)
+    if found is None:
+        found = _WANT[key] = (ops.dtype(field.dtype), _elements(field))
+    return found
+
+
 def _elements(field: Field) -> int:
     """Elements of the field's dtype per token (raw bytes for dtypes without a size of their own)."""
     size = field_dtype(field.dtype)[0]
@@ -59,15 +72,16 @@ def _field_bytes(field: Field, value, num_tokens: int, ops):
     """``value`` as ``[num_tokens, field.num_bytes]`` uint8: same dtype as the field; or the
     same element count in another numeric dtype, converted when every value survives; or
     the same bytes per token, reinterpreted (fp32 scales as Ascend's int16 SF packs)."""
-    shape = _shape(value)
+    shape = value.shape
     if not shape or shape[0] != num_tokens:
         raise _problem(field, value, ops, f"expected {num_tokens} tokens (rows) like the other fields")
+    want, count = _want(field, ops)
+    if value.dtype == want and (shape[1:] == (count,) or (count == 1 and len(shape) == 1)):  # the usual case
+        return ops.byte_rows(value, num_tokens, field.num_bytes)
     per_token = 1
     for d in shape[1:]:
-        per_token *= d
+        per_token *= int(d)
     row_bytes = per_token * ops.itemsize(value)
-    want = ops.dtype(field.dtype)
-    count = _elements(field)
     if value.dtype == want and per_token == count:
         return ops.byte_rows(value, num_tokens, field.num_bytes)
     if per_token == count and field.dtype in NUMERIC_DTYPES and ops.is_numeric(value):
@@ -94,7 +108,7 @@ class _Slots:
             return
         self.first = None
         self.index = ops.index(slots, like)
-        if _shape(self.index) != (count,):
+        if self.index.shape != (count,):
             raise InvalidArgumentError([Problem("slots", list(_shape(self.index)),
                                                 f"must hold one slot per token ({count})")])
         host = ops.to_numpy(self.index)
@@ -119,14 +133,15 @@ def _check_buffer(buffer, ops) -> int:
     return ops.length(buffer)
 
 
-def _addressable(field: Field, stride: int, length: int) -> int:
-    """Slots whose ``field`` lies inside a buffer of ``length`` bytes."""
-    return max(0, (length - field.end) // stride + 1) if length >= field.end else 0
+def _addressable(offset: int, num_bytes: int, stride: int, length: int) -> int:
+    """Slots whose bytes ``[offset, offset + num_bytes)`` lie inside a buffer of ``length`` bytes."""
+    end = offset + num_bytes
+    return max(0, (length - end) // stride + 1) if length >= end else 0
 
 
-def _column(buffer, field: Field, stride: int, length: int, ops):
-    """The strided ``[slots, field bytes]`` view of one field in every addressable slot."""
-    return ops.strided(buffer, field.offset, _addressable(field, stride, length), field.num_bytes, stride)
+def _column(buffer, offset: int, num_bytes: int, stride: int, length: int, ops):
+    """The strided ``[slots, num_bytes]`` byte view of one field in every addressable slot."""
+    return ops.strided(buffer, offset, _addressable(offset, num_bytes, stride, length), num_bytes, stride)
 
 
 def _split(value):
@@ -134,6 +149,49 @@ def _split(value):
     if isinstance(value, tuple) and len(value) == 2:
         return value
     return value, None
+
+
+class _Spec:
+    """What pack and unpack read from a layout on every call, computed once per layout:
+    its data fields by name, why a writer cannot use it (or ``None``), and the byte runs a
+    writer fills with zeros for each set of fields given (padding and fields not given,
+    adjacent runs merged, so a slot's zeros cost one fill per run, not one per field)."""
+
+    __slots__ = ("layout", "data", "writer_problem", "_zero_runs")
+
+    def __init__(self, layout: RecordLayout) -> None:
+        self.layout = layout
+        self.data = {f.name: f for f in layout.data_fields()}
+        self.writer_problem = _writer_problem(layout)
+        self._zero_runs: dict[frozenset, tuple[tuple[int, int], ...]] = {}
+
+    def zero_runs(self, given) -> tuple[tuple[int, int], ...]:
+        key = frozenset(given)
+        runs = self._zero_runs.get(key)
+        if runs is None:
+            runs = []
+            for f in self.layout.fields:  # in offset order; padding fills every gap
+                if f.num_bytes and (f.is_padding or f.name not in key):
+                    if runs and runs[-1][0] + runs[-1][1] == f.offset:
+                        runs[-1] = (runs[-1][0], runs[-1][1] + f.num_bytes)
+                    else:
+                        runs.append((f.offset, f.num_bytes))
+            runs = self._zero_runs[key] = tuple(runs)
+        return runs
+
+
+_SPECS: dict[int, _Spec] = {}
+
+
+def _spec(layout: RecordLayout) -> _Spec:
+    """The layout's :class:`_Spec`, found by identity (hashing a layout costs more than a
+    small pack); equal layouts built separately share an entry through ``_writer_problem``."""
+    spec = _SPECS.get(id(layout))
+    if spec is None or spec.layout is not layout:
+        if len(_SPECS) >= 256:
+            _SPECS.clear()
+        spec = _SPECS[id(layout)] = _Spec(layout)
+    return spec
 
 
 @lru_cache(maxsize=256)
@@ -146,14 +204,192 @@ def _writer_problem(layout: RecordLayout) -> str | None:
     return None
 
 
+class _Column:
+    """One field (or run of bytes) in every addressable slot of a buffer: the strided byte
+    view ``[slots, num_bytes]`` and the same bytes as the widest words it allows."""
+
+    __slots__ = ("bytes", "words", "size")
+
+    def __init__(self, rows, ops) -> None:
+        self.bytes = rows
+        self.size = ops.word_size(rows) if rows.shape[0] else 1
+        self.words = ops.as_words(rows, self.size)
+
+
+class RecordSlots:
+    """A buffer seen as an array of ``layout`` records, for packing and unpacking it again
+    and again: each field's strided view is built on first use and kept, so a call costs
+    the copies and the checks of its arguments, not the set-up. :func:`pack` and
+    :func:`unpack` build one per call; the runtime keeps one per region of its buffer.
+
+    Args:
+        layout: the record (its fields may run past the stride for reading; writing
+            needs a layout whose fields neither overlap nor overrun).
+        buffer: a contiguous 1-D uint8 numpy array or torch tensor.
+    """
+
+    __slots__ = ("layout", "buffer", "ops", "length", "stride", "spec", "_columns")
+
+    def __init__(self, layout: RecordLayout, buffer) -> None:
+        self.ops = ops_for(buffer)
+        self.length = _check_buffer(buffer, self.ops)
+        self.layout, self.buffer, self.stride = layout, buffer, layout.num_bytes
+        self.spec = _spec(layout)
+        self._columns: dict = {}
+
+    def _column(self, offset: int, num_bytes: int) -> _Column:
+        key = (offset, num_bytes)
+        column = self._columns.get(key)
+        if column is None:
+            column = self._columns[key] = _Column(_column(self.buffer, offset, num_bytes, self.stride, self.length,
+                                                          self.ops), self.ops)
+        return column
+
+    def whole_records(self, size: bool = False):
+        """Every whole slot as one row: ``[slots, stride]`` bytes viewed as the widest words
+        the stride allows (for moving records without reading their fields)."""
+        column = self._column(0, self.stride)
+        return (column.words, column.size) if size else column.words
+
+    def field_view(self, name: str):
+        """Field ``name`` of every addressable slot as a zero-copy ``[slots, count]`` view in
+        its dtype (it aliases the buffer), or ``None`` where the element type allows none."""
+        f = self.spec.data[name]
+        dtype, count = _want(f, self.ops)
+        rows = self._column(f.offset, f.num_bytes).bytes
+        view = self.ops.view_as(rows, dtype)
+        return None if view is None else view.reshape(rows.shape[0], count)
+
+    def whole_records_bytes(self):
+        """Every whole slot as one ``[slots, stride]`` uint8 row."""
+        return self._column(0, self.stride).bytes
+
+    def pack(self, *, slots=None, **fields):
+        """:func:`pack` into this buffer (same arguments, but no ``out``); returns the buffer."""
+        ops = self.ops
+        _check_writable(self.layout, self.spec, fields)
+        values = {name: _split(v) for name, v in fields.items() if v is not None}
+        num_tokens = _num_tokens(values, ops)
+        target = _Slots(slots, num_tokens, ops, self.buffer)
+        target.check(self.stride, self.length, self.stride, "pack:")
+        _write(self, values, num_tokens, target)
+        return self.buffer
+
+    def unpack(self, *, num_slots: int | None = None, slots=None, fields=None, copy: bool = True) -> dict:
+        """:func:`unpack` of this buffer (same arguments)."""
+        layout, ops, stride, length = self.layout, self.ops, self.stride, self.length
+        data = self.spec.data
+        names = data if fields is None else fields
+        for name in names:
+            if name not in data:
+                raise InvalidArgumentError([Problem("fields", name, f"not a field of the {layout.name!r} record; its "
+                                                                    f"fields: {', '.join(data)}")])
+        if slots is not None and not isinstance(slots, int):
+            num_tokens = int(slots.shape[0]) if hasattr(slots, "shape") else len(slots)
+        else:
+            num_tokens = max(0, length // stride - (slots or 0)) if num_slots is None else num_slots
+            if num_tokens < 0:
+                raise InvalidArgumentError([Problem("num_slots", num_tokens, "allowed >= 0")])
+        source = _Slots(slots, num_tokens, ops, self.buffer)
+        first, index = source.first, source.index
+        result = {}
+        for name in names:
+            f = data[name]
+            source.check(stride, length, f.end, f"unpack: field {name!r} of")
+            column = self._column(f.offset, f.num_bytes)
+            dtype, count = _want(f, ops)
+            if not num_tokens:
+                result[name] = ops.empty((0, count), dtype, self.buffer)
+                continue
+            if index is not None:  # one gather, word by word, into a fresh array
+                values = ops.gather(column.words, index)
+                values = ops.as_dtype(values.view(ops.uint8) if column.size > 1 else values, dtype)
+            else:
+                rows = column.bytes[first:first + num_tokens]
+                values = None if copy else ops.view_as(rows, dtype)
+                if values is None:
+                    owned = ops.empty((num_tokens, f.num_bytes), ops.uint8, self.buffer)
+                    ops.copy_into(ops.as_words(owned, column.size), column.words[first:first + num_tokens])
+                    values = ops.as_dtype(owned, dtype)
+            result[name] = values.reshape(num_tokens, count)
+        return result
+
+
+def _check_writable(layout: RecordLayout, spec: _Spec, fields: dict) -> None:
+    """Unknown field names, or a layout no writer can fill slot after slot."""
+    data = spec.data
+    if not fields.keys() <= data.keys():
+        raise InvalidArgumentError([Problem(name, "given", f"not a field of the {layout.name!r} record; its fields: "
+                                                           f"{', '.join(data)}")
+                                    for name in sorted(set(fields) - set(data))])
+    if spec.writer_problem:
+        raise CodecError(spec.writer_problem)
+
+
+def _num_tokens(values: dict, ops) -> int:
+    """The tokens (rows) every field gives; every value must be an array of ``ops``' kind."""
+    counts = set()
+    for name, (v, rows) in values.items():
+        if not ops.is_array(v):
+            raise InvalidArgumentError([Problem(name, type(v).__name__, f"must be a {ops.kind} array like the others")])
+        counts.add(int(rows.shape[0]) if rows is not None else (int(v.shape[0]) if v.shape else -1))
+    if len(counts) > 1:
+        raise InvalidArgumentError([Problem("fields", {k: list(_shape(v)) for k, (v, _) in values.items()},
+                                            "every field needs the same number of tokens (rows)")])
+    return counts.pop() if counts else 0
+
+
+def _write(slots: RecordSlots, values: dict, num_tokens: int, target: _Slots) -> None:
+    """Every byte of the target slots, once: each field by one copy (word by word where the
+    field and its source allow), padding and fields not given by one fill per run of zeros."""
+    ops, data, like = slots.ops, slots.spec.data, slots.buffer
+    first, index = target.first, target.index
+    end = None if first is None else first + num_tokens
+    index_rows = {}  # one index array per rows argument
+    for name, (value, rows) in values.items():
+        f = data[name]
+        column = slots._column(f.offset, f.num_bytes)
+        source = _field_bytes(f, value, num_tokens if rows is None else int(value.shape[0]), ops)
+        words = ops.as_words(source, column.size)
+        dst, src = (column.words, words) if words is not None else (column.bytes, source)
+        if not num_tokens:
+            continue
+        if rows is not None:
+            key = id(rows)
+            if key not in index_rows:
+                index_rows[key] = (rows, ops.index(rows, like))
+            rows_index = index_rows[key][1]
+            if index is None:  # gather straight into the slots
+                ops.gather_into(dst[first:end], src, rows_index)
+                continue
+            src = ops.gather(src, rows_index)
+        if index is None:
+            ops.copy_into(dst[first:end], src)
+        else:
+            ops.scatter_into(dst, index, src)
+    if not num_tokens:
+        return
+    for offset, num_bytes in slots.spec.zero_runs(values):
+        column = slots._column(offset, num_bytes)
+        if index is None:
+            ops.fill_zero(column.words[first:end])
+        else:
+            ops.zero_at(column.words, index)
+
+
 def pack(layout: RecordLayout, *, out=None, slots=None, **fields):
     """Write tokens into record slots and return the buffer.
+
+    Every byte of a written slot is written once: each given field by one vectorised copy
+    (a gather when given as ``(array, rows)``), padding and fields not given by one fill
+    of zeros per run of adjacent such bytes. Bytes outside the written slots are untouched.
+    To pack into the same buffer many times, :class:`RecordSlots` skips the per-call set-up.
 
     Args:
         layout: the record (``report.record("dispatch")`` ...). Its data fields must not
             overlap nor run past the stride: a writer stays inside its slot.
         out: a contiguous 1-D uint8 buffer (numpy array or torch tensor) to write into;
-            ``None`` allocates ``num_tokens x stride`` zero bytes (numpy, or torch on the
+            ``None`` allocates ``num_tokens x stride`` bytes (numpy, or torch on the
             inputs' device when they are tensors).
         slots: where token ``i`` goes: ``None`` = slot ``i``; an int = consecutive slots
             from it; an index array = one slot per token.
@@ -167,57 +403,18 @@ def pack(layout: RecordLayout, *, out=None, slots=None, **fields):
         InvalidArgumentError: an unknown field, a value of the wrong shape or dtype.
         CodecError: a slot beyond the buffer, or a layout whose fields overlap or overrun.
     """
-    data = {f.name: f for f in layout.data_fields()}
-    unknown = sorted(set(fields) - set(data))
-    if unknown:
-        raise InvalidArgumentError([Problem(name, "given", f"not a field of the {layout.name!r} record; its fields: "
-                                                           f"{', '.join(data)}") for name in unknown])
-    problem = _writer_problem(layout)
-    if problem:
-        raise CodecError(problem)
-    values = {name: _split(v) for name, v in fields.items() if v is not None}
-    ops = ops_for(out, *(v for v, _ in values.values()), argument="out")
-    for name, (v, rows) in values.items():
-        if not ops.is_array(v):
-            raise InvalidArgumentError([Problem(name, type(v).__name__, f"must be a {ops.kind} array like the others")])
-    like = out if out is not None else next(iter(values.values()), (None,))[0]
-    counts = {(int(_shape(rows)[0]) if rows is not None else (int(_shape(v)[0]) if _shape(v) else -1))
-              for v, rows in values.values()}
-    if len(counts) > 1:
-        raise InvalidArgumentError([Problem("fields", {k: list(_shape(v)) for k, (v, _) in values.items()},
-                                            "every field needs the same number of tokens (rows)")])
-    num_tokens = counts.pop() if counts else 0
-    stride = layout.num_bytes
-    target = _Slots(slots, num_tokens, ops, like)
-    fresh = out is None
-    if fresh:
-        if target.index is not None or target.first:
+    _check_writable(layout, _spec(layout), fields)
+    if out is None:
+        given = {name: _split(v) for name, v in fields.items() if v is not None}
+        ops = ops_for(*(v for v, _ in given.values()), argument="out")
+        num_tokens = _num_tokens(given, ops)
+        if slots is not None and not (isinstance(slots, int) and not isinstance(slots, bool) and slots == 0):
             raise InvalidArgumentError([Problem("slots", "given", "needs out= (a buffer to place the slots in)")])
-        out = ops.zeros(num_tokens * stride, ops.uint8, like)
-    length = _check_buffer(out, ops)
-    target.check(stride, length, stride, "pack:")
-    for f in layout.fields:
-        value, rows = values.get(f.name, (None, None)) if not f.is_padding else (None, None)
-        if value is None and fresh:
-            continue  # already zero
-        column = _column(out, f, stride, length, ops)
-        if value is None:
-            source = 0
-        elif rows is None:
-            source = _field_bytes(f, value, num_tokens, ops)
-        else:
-            source = _field_bytes(f, value, int(_shape(value)[0]), ops)
-            if target.index is None:  # gather straight into the slots
-                ops.take_into(column[target.first:target.first + num_tokens], source, ops.index(rows, like))
-                continue
-            source = ops.gather_rows(source, ops.index(rows, like))
-        if target.index is None:
-            ops.assign(column[target.first:target.first + num_tokens], source)
-        elif isinstance(source, int):
-            ops.scatter_rows(column, target.index, ops.zeros((num_tokens, f.num_bytes), ops.uint8, like))
-        else:
-            ops.scatter_rows(column, target.index, source)
-    return out
+        like = next(iter(given.values()), (None,))[0]
+        out = ops.empty(num_tokens * layout.num_bytes, ops.uint8, like)  # every byte is written
+    else:
+        ops_for(out, *(_split(v)[0] for v in fields.values() if v is not None), argument="out")
+    return RecordSlots(layout, out).pack(slots=slots, **fields)
 
 
 def unpack(layout: RecordLayout, buffer, *, num_slots: int | None = None, slots=None, fields=None,
@@ -232,8 +429,12 @@ def unpack(layout: RecordLayout, buffer, *, num_slots: int | None = None, slots=
             buffer, ``len(buffer) // stride``); ignored when ``slots`` is an index array.
         slots: an int (the first of ``num_slots`` consecutive slots) or an index array.
         fields: the names to read (default: every data field).
-        copy: ``False`` returns views into the buffer where the slots are consecutive and
-            the element type allows (they change when the buffer does).
+        copy: ``True`` (default): arrays of their own, one copy of the field's bytes each.
+            ``False``: for consecutive slots, zero-copy strided views into ``buffer`` where
+            the element type allows (numpy: always; torch: when the field's offset and the
+            stride are multiples of its element size) — they **alias the buffer**: a later
+            write to the buffer (the next ``pack``, the runtime's next dispatch or combine)
+            changes them. Index-array slots always copy.
 
     Returns:
         ``{name: [n, count] array}`` (2-D even when ``count == 1``) in the field's dtype as
@@ -242,36 +443,7 @@ def unpack(layout: RecordLayout, buffer, *, num_slots: int | None = None, slots=
     Raises:
         CodecError: a slot whose field lies (partly) beyond the buffer.
     """
-    ops = ops_for(buffer)
-    length = _check_buffer(buffer, ops)
-    stride = layout.num_bytes
-    data = {f.name: f for f in layout.data_fields()}
-    names = list(data) if fields is None else list(fields)
-    for name in names:
-        if name not in data:
-            raise InvalidArgumentError([Problem("fields", name, f"not a field of the {layout.name!r} record; its "
-                                                                f"fields: {', '.join(data)}")])
-    if slots is not None and not isinstance(slots, int):
-        num_tokens = int(_shape(slots)[0]) if hasattr(slots, "shape") else len(slots)
-    else:
-        num_tokens = max(0, length // stride - (slots or 0)) if num_slots is None else num_slots
-        if num_tokens < 0:
-            raise InvalidArgumentError([Problem("num_slots", num_tokens, "allowed >= 0")])
-    source = _Slots(slots, num_tokens, ops, buffer)
-    result = {}
-    for name in names:
-        f = data[name]
-        source.check(stride, length, f.end, f"unpack: field {name!r} of")
-        column = _column(buffer, f, stride, length, ops)
-        dtype = ops.dtype(f.dtype)
-        if source.index is not None:
-            values = ops.as_dtype(ops.gather_rows(column, source.index), dtype)
-        else:
-            rows = column[source.first:source.first + num_tokens]
-            values = ops.view_as(rows, dtype) if not copy else None
-            values = ops.as_dtype(rows, dtype) if values is None else values
-        result[name] = values.reshape(num_tokens, _elements(f))
-    return result
+    return RecordSlots(layout, buffer).unpack(num_slots=num_slots, slots=slots, fields=fields, copy=copy)
 
 
 def slot_rows(buffer, stride: int, num_slots: int, offset: int = 0):

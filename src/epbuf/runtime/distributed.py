@@ -4,19 +4,22 @@ Each rank allocates one uint8 tensor of the backend's hint size. Per direction t
 moves in two collectives, each bounded by ``timeout``:
 
 1. one ``all_to_all_single`` of ``[count, layout fingerprint]`` per peer (a rank whose
-   input is invalid sends ``-1`` so every peer raises instead of waiting);
-2. one ``all_to_all_single`` of the packed records (:func:`epbuf.codec.pack` with the
-   backend's record), which the receiver places at their slots of the buffer — slot
-   ``(source rank, t)`` for dispatch, ``(k, token)`` for combine — and reads back with
-   :func:`epbuf.codec.unpack`.
+   input is invalid sends ``-1`` so every peer raises instead of waiting), while the rank
+   packs its records (:class:`epbuf.codec.RecordSlots` with the backend's record) into a
+   workspace next to the buffer;
+2. one ``all_to_all_single`` of the packed records, which the receiver places at their
+   slots of the buffer — slot ``(source rank, t)`` for dispatch, ``(k, token)`` for
+   combine — and reads back.
 
 ``all_to_all_single`` delivers each peer's records one after the other: dispatch records
-land at the start of the dispatch region and each peer's run moves to its row (one copy
-per peer, last peer first); combine records land in a staging tensor and one vectorised
-row copy puts them at their slots. After that the buffer holds what DeepEP-Ascend's
-kernels leave in it. A collective that fails or outlasts ``timeout`` (a dead or absent peer) raises
-:class:`~epbuf.runtime.PeerError` and leaves the Buffer unusable (the process group is in
-an unknown state); nothing partial is returned.
+land in the dispatch region from the first exchanged row on and each later peer's run moves
+to its row (one copy per peer, last peer first; none with one peer); combine records land in
+the workspace and one vectorised row scatter puts them at their slots. A rank's records to
+itself skip the exchange when they are large (``RankState.SELF_BYPASS_BYTES``): it writes
+them straight into its own slots while the peers' records travel. After that the buffer
+holds what DeepEP-Ascend's kernels leave in it. A collective that fails or outlasts
+``timeout`` (a dead or absent peer) raises :class:`~epbuf.runtime.PeerError` and leaves the
+Buffer unusable (the process group is in an unknown state); nothing partial is returned.
 
 Example (every rank of a 2-rank gloo group)::
 
@@ -83,6 +86,9 @@ class Buffer:
         if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0):
             raise InvalidArgumentError([ArgumentProblem("timeout", timeout, "seconds, > 0")])
         self.timeout = float(timeout)
+        from datetime import timedelta
+
+        self._timeout_delta = timedelta(seconds=self.timeout)
         if device is None:
             gloo = dist.get_backend(self.group) == "gloo"
             device = "cpu" if gloo else torch.device("cuda", torch.cuda.current_device())
@@ -96,32 +102,39 @@ class Buffer:
         """Bytes this rank reserves."""
         return int(self.buffer.numel())
 
+    @property
+    def workspace_num_bytes(self) -> int:
+        """Scratch bytes this rank holds besides the buffer (grown to the largest call so far:
+        packed send records, received combine records, the reduction's fp32 block)."""
+        return self._state.workspace_num_bytes
+
     # --- collectives ---------------------------------------------------------------------
     def _wait(self, work, what: str) -> None:
-        from datetime import timedelta
-
         try:
-            work.wait(timeout=timedelta(seconds=self.timeout))
+            work.wait(timeout=self._timeout_delta)
         except Exception as error:  # gloo/NCCL raise RuntimeError subclasses: a dead peer, a timeout
             self._broken = f"{what} failed: {error}"
             raise PeerError(f"{what} did not complete within {self.timeout:g} s on rank {self.rank} (a peer died, "
                             f"hangs or does not call it): {str(error).splitlines()[0][:300]}") from None
 
-    def _exchange_rows(self, rows, what: str):
+    def _exchange_rows(self, rows, what: str, meanwhile=None):
+        """The count exchange: every rank's ``[count, fingerprint]`` row for this rank.
+        ``meanwhile()`` (packing the records) runs while the rows travel."""
         send = self._torch.from_numpy(rows).to(self.buffer.device)
         recv = self._torch.empty_like(send)
-        self._wait(self._dist.all_to_all_single(recv, send, group=self.group, async_op=True),
-                   f"{what}: the count exchange")
+        work = self._dist.all_to_all_single(recv, send, group=self.group, async_op=True)
+        try:
+            if meanwhile is not None:
+                meanwhile()
+        finally:
+            self._wait(work, f"{what}: the count exchange")
         return recv.cpu().numpy()
 
-    def _exchange_records(self, send, send_counts, recv_counts, stride: int, what: str, recv=None):
-        if recv is None:
-            recv = self._torch.empty(int(recv_counts.sum()) * stride, dtype=self._torch.uint8,
-                                     device=self.buffer.device)
-        work = self._dist.all_to_all_single(recv, send, [int(c) * stride for c in recv_counts],
+    def _start_records(self, send, send_counts, recv_counts, stride: int, recv):
+        """Start the ``all_to_all_single`` of packed records (``async``): ``send_counts[q]``
+        records to rank ``q``, ``recv_counts[q]`` from it, one peer after the other in ``recv``."""
+        return self._dist.all_to_all_single(recv, send, [int(c) * stride for c in recv_counts],
                                             [int(c) * stride for c in send_counts], group=self.group, async_op=True)
-        self._wait(work, f"{what}: the all_to_all_single of packed records")
-        return recv
 
     def _usable(self) -> None:
         if self._broken:
@@ -156,13 +169,22 @@ class Buffer:
             prepared, error = None, caught
         rows = state.count_rows(None if prepared is None else prepared.send_counts,
                                 0 if prepared is None else prepared.fingerprint)
-        received = self._exchange_rows(rows, "dispatch")
+        received = self._exchange_rows(rows, "dispatch",
+                                       None if prepared is None else lambda: state.pack_dispatch_peers(prepared))
         if error is not None:
             raise error
         recv_counts = state.check_peers(received, prepared.fingerprint, "dispatch")
-        self._exchange_records(prepared.send, prepared.send_counts, recv_counts, self.layout.dispatch.record.num_bytes,
-                               "dispatch", recv=state.dispatch_landing(int(recv_counts.sum())))
-        return state.finish_dispatch(prepared, recv_counts)
+        bypass = prepared.bypass_self
+        work = self._start_records(prepared.send, state.peer_counts(prepared.send_counts, bypass),
+                                   state.peer_counts(recv_counts, bypass), self.layout.dispatch.record.num_bytes,
+                                   state.dispatch_landing(recv_counts, bypass))
+        packed = state.landing_spares_own_row(recv_counts, bypass)
+        try:
+            if packed:  # this rank's own records, written while the peers' are in flight
+                state.pack_dispatch_self(prepared)
+        finally:
+            self._wait(work, "dispatch: the all_to_all_single of packed records")
+        return state.finish_dispatch(prepared, recv_counts, self_packed=packed)
 
     def combine(self, y, handle: Handle, topk_weights=None) -> CombineResult:
         """Send each received token back and reduce at its source (``refs.py`` ``combine``
@@ -189,10 +211,17 @@ class Buffer:
             prepared, error = None, caught
         rows = state.count_rows(None if prepared is None else handle.recv_counts,
                                 0 if prepared is None else prepared.fingerprint)
-        received = self._exchange_rows(rows, "combine")
+        received = self._exchange_rows(rows, "combine",
+                                       None if prepared is None else lambda: state.pack_combine_peers(prepared))
         if error is not None:
             raise error
         state.check_peers(received, prepared.fingerprint, "combine", expected=handle.send_counts)
-        staging = self._exchange_records(prepared.send, handle.recv_counts, handle.send_counts,
-                                         self.layout.combine.record.num_bytes, "combine")
-        return state.finish_combine(handle, staging, prepared.with_weights)
+        bypass = prepared.bypass_self
+        work = self._start_records(prepared.send, state.peer_counts(handle.recv_counts, bypass),
+                                   state.peer_counts(handle.send_counts, bypass), self.layout.combine.record.num_bytes,
+                                   prepared.landing)
+        try:
+            state.pack_combine_self(prepared, handle)  # while the peers' records are in flight
+        finally:
+            self._wait(work, "combine: the all_to_all_single of packed records")
+        return state.finish_combine(prepared, handle, prepared.landing, self_packed=True)

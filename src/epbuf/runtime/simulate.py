@@ -95,16 +95,19 @@ class Simulator:
         for r, state in enumerate(self.ranks):
             try:
                 prepared.append(state.prepare_dispatch(x[r], topk_idx[r], weights[r]))
+                state.pack_dispatch_peers(prepared[-1])
             except InvalidArgumentError as error:
                 raise _per_rank(error, r) from None
         rows = [state.count_rows(p.send_counts, p.fingerprint) for state, p in zip(self.ranks, prepared)]
         stride = self.layout.dispatch.record.num_bytes
-        staging = self._exchange([p.send for p in prepared], [p.send_counts for p in prepared], stride)
+        staging = self._exchange([p.send for p in prepared],
+                                 [state.peer_counts(p.send_counts, p.bypass_self)
+                                  for state, p in zip(self.ranks, prepared)], stride)
         results = []
         for q, state in enumerate(self.ranks):
             received = numpy_ops().np.stack([rows[s][q] for s in range(len(rows))])
             recv_counts = state.check_peers(received, prepared[q].fingerprint, "dispatch")
-            landing = state.dispatch_landing(int(recv_counts.sum()))
+            landing = state.dispatch_landing(recv_counts, prepared[q].bypass_self)
             landing[...] = staging[q]
             results.append(state.finish_dispatch(prepared[q], recv_counts))
         return results
@@ -117,14 +120,17 @@ class Simulator:
         for r, state in enumerate(self.ranks):
             try:
                 prepared.append(state.prepare_combine(y[r], handles[r], weights[r]))
+                state.pack_combine_peers(prepared[-1])
             except InvalidArgumentError as error:
                 raise _per_rank(error, r) from None
         stride = self.layout.combine.record.num_bytes
-        staging = self._exchange([p.send for p in prepared], [h.recv_counts for h in handles], stride)
+        staging = self._exchange([p.send for p in prepared],
+                                 [state.peer_counts(h.recv_counts, p.bypass_self)
+                                  for state, h, p in zip(self.ranks, handles, prepared)], stride)
         results = []
         for q, state in enumerate(self.ranks):
             rows = numpy_ops().np.stack([self.ranks[s].count_rows(handles[s].recv_counts, prepared[s].fingerprint)[q]
                                          for s in range(len(handles))])
             state.check_peers(rows, prepared[q].fingerprint, "combine", expected=handles[q].send_counts)
-            results.append(state.finish_combine(handles[q], staging[q], prepared[q].with_weights))
+            results.append(state.finish_combine(prepared[q], handles[q], staging[q]))
         return results
