@@ -345,7 +345,7 @@ def _with_config(name: str, params: list[tuple[str, str]], options: list[str], b
     """The options with a POSTed config.json's shape as ``--hidden/--topk/--experts``, and
     the extra response field ``model_config``."""
     from .errors import EpbufError
-    from .models import parse_model_config
+    from .models.config_json import parse_model_config
 
     if any(k == "model" for k, _ in params):
         raise _Refused(400, "model and a config.json body: give one of them")
