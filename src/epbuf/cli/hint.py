@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             data["budget"] = {"num_bytes": budget, "share": rep.num_bytes / budget, "fits": rep.num_bytes <= budget}
         print_json(data)
         return status
-    from ..render import render_report
+    from ..render.report import render_report
 
     sys.stdout.write(render_report(rep, device=device, verbose=args.verbose, budget=budget,
                                    width=output_width(args)))

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         data = report_to_dict(rep)
         print_json({k: data[k] for k in ("schema", "backend", "upstream", "inputs", "records", "findings")})
         return 0
-    from ..render import render_layout
+    from ..render.report import render_layout
 
     sys.stdout.write(render_layout(rep, width=output_width(args)))
     return 0
