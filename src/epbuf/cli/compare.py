@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
                 results[name] = rep.replace(findings=found + rep.findings)
     on_device = {n: runs_on(n, device.vendor) for n in names} if device is not None else None
     if args.json:
-        from ..report import report_to_dict
+        from ..report.json_form import report_to_dict
 
         data = {
             "schema": "epbuf.compare/1",

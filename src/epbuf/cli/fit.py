@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     variable = "num_ranks" if by_ranks else "num_max_tokens_per_rank"
     on_device = {n: runs_on(n, device.vendor) for n in names} if device is not None else None
     if args.json:
-        from ..report import report_to_dict
+        from ..report.json_form import report_to_dict
 
         def as_json(r):
             if isinstance(r, Exception):

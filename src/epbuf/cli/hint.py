@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     rep, device, budget = report_from_args(args)
     status = 1 if args.strict and has_error_finding(rep.findings) else 0
     if args.json:
-        from ..report import report_to_dict
+        from ..report.json_form import report_to_dict
 
         data = report_to_dict(rep)
         if device is not None:
