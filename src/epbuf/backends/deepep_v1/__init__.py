@@ -22,6 +22,7 @@ The package, one concept per module:
 ``internode``     ``get_num_bytes_per_token``, the clean-meta ranges, internode token records
 ``normal_limits`` the limits of a normal-mode plan
 ``normal``        the ``deepep-v1`` report and summary
+``ll_formulas``   the low-latency layout's formulas on plain integers (slots, buffers, rounding)
 ``low_latency``   :class:`LowLatencyLayout`, ``get_low_latency_rdma_size_hint``, the token ceiling
 ``ll_report``     the ``deepep-ll`` report and summary
 ``limits``        limit rows and findings shared by both reports
