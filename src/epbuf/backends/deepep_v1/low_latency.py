@@ -21,6 +21,7 @@ from ..._search import largest_true
 from ...errors import Checker, InvalidArgumentError, check_int
 from ...report import Buffer, Region
 from ...units import INT32_MAX, format_int
+from .._span import Span  # a named byte range of the RDMA buffer (UCCL-EP's spans are the same records)
 from .constants import FP8_SCALE_BLOCK, INT4_BYTES, INT_BYTES, NUM_BUFFER_ALIGNMENT_BYTES
 from .limits import passes_int4_check
 from .ll_formulas import (ROUNDING_BLOCK, SPAN_NAMES, check_arguments, combine_msg_bytes, dispatch_msg_bytes,
@@ -51,18 +52,6 @@ def num_bytes_per_combine_msg(hidden: int, *, version: str | None = None) -> int
     """
     check_int("hidden", hidden, 1, INT32_MAX)
     return combine_msg_bytes(hidden, get_version(version).low_latency)
-
-
-class Span(Record):
-    """A named byte range of the low-latency RDMA buffer."""
-
-    name: str
-    offset: int
-    num_bytes: int
-
-    @property
-    def end(self) -> int:
-        return self.offset + self.num_bytes
 
 
 class LowLatencyBuffer(Record):
