@@ -178,7 +178,7 @@ def report_low_latency(plan) -> Report:
                     f"rejects more than {format_int(MAX_NUM_BYTES_INT4_CHECK)} B (num_rdma_bytes / 16 < INT_MAX)",
             data={"limit": MAX_NUM_BYTES_INT4_CHECK}))
     findings += unmerged_finding(v)
-    findings += limit_findings("deepep-ll", limits)
+    findings += limit_findings("deepep-ll.limit", limits)
 
     element_size = 1 if message_fp8 else BF16_BYTES
     quantities = [

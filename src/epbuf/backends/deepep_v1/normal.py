@@ -235,7 +235,7 @@ def report_normal(plan) -> Report:
                                 message="num_topk = 0 (unspecified): the internode token records show no top-k fields",
                                 data={}))
     findings += unmerged_finding(v)
-    findings += limit_findings("deepep-v1", limits)
+    findings += limit_findings("deepep-v1.limit", limits)
 
     first = next(iter(configs.values()))
     by_name = {r.name: r.num_bytes for r in records}

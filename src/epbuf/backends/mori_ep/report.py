@@ -5,8 +5,9 @@ records, findings and limits (``report``), and the fast totals sweeps read (``su
 
 from __future__ import annotations
 
-from ...report import Buffer, Field, Finding, LimitCheck, Quantity, RecordLayout, Region, Report
+from ...report import Buffer, Field, Finding, Quantity, RecordLayout, Region, Report
 from ...units import align, format_int
+from .._limits import limit_checks
 from .config import (INDEX_BYTES, INTRANODE_KERNELS, SRC_TOKEN_ID_BYTES, V1_KERNELS, WEIGHT_BYTES,
                      EpDispatchCombineConfig)
 from .env import shmem_settings
@@ -133,8 +134,7 @@ def report(plan) -> Report:
             for r in sym_buffer.regions))
 
     # --- limits and findings ----------------------------------------------------------------
-    limits = [LimitCheck(name=n, value=v, relation=r, bound=b, ok=ok, source=s, enforced=e)
-              for n, v, r, b, ok, s, e in limit_rows(config, settings.comm, settings.shmem_mode, usage, capacity)]
+    limits = limit_checks(limit_rows(config, settings.comm, settings.shmem_mode, usage, capacity))
     findings = [Finding(severity=sev, code=code, message=msg) for sev, code, msg in settings.notes]
     findings += memory_findings(config, settings, symmetric, usage, capacity, rows)
     findings += cap_findings(config, requested_cap, rows, scale_dim, usage if settings.comm == "cco" else None)

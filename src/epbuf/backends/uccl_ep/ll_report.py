@@ -19,8 +19,9 @@ from .low_latency import (
     hint_round_up,
 )
 from .memory import placement, rdma_allocation
-from .report_parts import (CFG, dropped_checks_finding, host_memory_finding, limit_checks, limit_findings, nic_of,
-                           platform_of, runtime_buffers, upstream_line)
+from .._limits import limit_checks, limit_findings
+from .report_parts import (CFG, dropped_checks_finding, host_memory_finding, nic_of, platform_of, runtime_buffers,
+                           upstream_line)
 from .versions import cite, get_version
 
 __all__ = ["report_low_latency", "summarize_low_latency"]
@@ -104,9 +105,9 @@ def report_low_latency(plan) -> Report:
     workspace, runtime, host = runtime_buffers(rpn, platform, nic)
     buffers = ((rdma,) if not rdma_in_host else ()) + (workspace, runtime)
     host_buffers = ((rdma,) if rdma_in_host else ()) + (host,)
-    limits = limit_checks(low_latency_limit_rows(v, platform, ranks, rpn, plan.num_topk, experts, hidden,
-                                                  plan.use_fp8_dispatch, tokens, layout.atomic_buffer_bytes_used,
-                                                  plan.per_expert_batching))
+    limits = tuple(limit_checks(low_latency_limit_rows(v, platform, ranks, rpn, plan.num_topk, experts, hidden,
+                                                       plan.use_fp8_dispatch, tokens, layout.atomic_buffer_bytes_used,
+                                                       plan.per_expert_batching)))
     records = (dispatch_message_record(hidden, plan.use_fp8_dispatch, layout.num_bytes_per_dispatch_msg),
                combine_message_record(hidden))
 
@@ -176,7 +177,7 @@ def report_low_latency(plan) -> Report:
     findings.append(host_memory_finding("uccl-ll", host_buffers, runtime))
     findings.append(dropped_checks_finding("uccl-ll", True, hint))
     # The ROCm warp cap has its own finding above; the other broken limits get the generic one.
-    findings += limit_findings("uccl-ll", [lim for lim in limits
+    findings += limit_findings("uccl-ll.limit", [lim for lim in limits
                                             if not (platform == "rocm" and lim.name.startswith("kNumMaxWarpGroups"))])
 
     quantities = (

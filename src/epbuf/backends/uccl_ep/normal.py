@@ -24,8 +24,9 @@ from .config import (
 )
 from .limits import NUM_MAX_NVL_PEERS, normal_limit_rows
 from .memory import nvl_allocation, placement, rdma_allocation
-from .report_parts import (CFG, dropped_checks_finding, host_memory_finding, limit_checks, limit_findings, nic_of,
-                           platform_of, runtime_buffers, upstream_line)
+from .._limits import limit_checks, limit_findings
+from .report_parts import (CFG, dropped_checks_finding, host_memory_finding, nic_of, platform_of, runtime_buffers,
+                           upstream_line)
 from .versions import Version, cite, get_version
 
 __all__ = ["report_normal", "summarize_normal"]
@@ -109,8 +110,8 @@ def _normal_core(version, ranks: int, num_ranks_per_node, hidden: int, fp8: bool
     element_size = 1 if fp8 else 2
     rdma_dispatched = rdma_buffer(dispatch_cfg, hidden * element_size, ranks).num_bytes
     combine_cfg = configs.get("combine", override)
-    limits = limit_checks(normal_limit_rows(v, platform, ranks, rpn, topk, experts, hidden, fp8, configs, combine_cfg,
-                                             num_nvl_bytes, num_rdma_bytes, rdma_dispatched))
+    limits = tuple(limit_checks(normal_limit_rows(v, platform, ranks, rpn, topk, experts, hidden, fp8, configs,
+                                                  combine_cfg, num_nvl_bytes, num_rdma_bytes, rdma_dispatched)))
     records = _hint_slot_records("NVL hint slot", nvl[nvl_key])
     if ranks > NUM_MAX_NVL_PEERS:
         records += _hint_slot_records("RDMA hint slot", rdma[rdma_key])
@@ -226,7 +227,7 @@ def report_normal(plan) -> Report:
             data={"num_bytes": rdma_hint.num_bytes}))
     findings.append(host_memory_finding("uccl-ep", core.host_buffers, runtime))
     findings.append(dropped_checks_finding("uccl-ep", False, rdma_hint.num_bytes))
-    findings += limit_findings("uccl-ep", core.limits)
+    findings += limit_findings("uccl-ep.limit", core.limits)
 
     first = next(iter(configs.values()))
     quantities = (

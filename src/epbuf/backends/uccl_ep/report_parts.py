@@ -1,16 +1,16 @@
-"""What both UCCL-EP reports share: the upstream line, the plan's platform and NIC, limit rows as
-checks and findings, the allocations every plan makes (workspace, proxies and runtime, pinned
-host memory) and the findings about them."""
+"""What both UCCL-EP reports share: the upstream line, the plan's platform and NIC, the allocations every plan makes (workspace, proxies and runtime, pinned
+host memory) and the findings about them. Limit rows become checks and findings through
+:mod:`epbuf.backends._limits`, as in every backend."""
 
 from __future__ import annotations
 
-from ...report import Buffer, Finding, LimitCheck
+from ...report import Buffer, Finding
 from ...units import format_bytes, format_int
 from . import _deepep
 from .memory import device_runtime_allocation, host_allocation, placement, workspace_allocation
 from .versions import Version, cite
 
-__all__ = ["CFG", "upstream_line", "platform_of", "nic_of", "limit_checks", "limit_findings", "runtime_buffers",
+__all__ = ["CFG", "upstream_line", "platform_of", "nic_of", "runtime_buffers",
            "host_memory_finding", "dropped_checks_finding"]
 
 CFG = "include/ep_config.hpp"
@@ -26,21 +26,6 @@ def platform_of(plan) -> str:
 
 def nic_of(plan) -> str:
     return plan.nic or "ib"
-
-
-def limit_checks(rows) -> tuple[LimitCheck, ...]:
-    return tuple(LimitCheck(name=n, value=value, relation=r, bound=b, ok=ok, source=src, enforced=e)
-                 for n, value, r, b, ok, src, e in rows)
-
-
-def limit_findings(prefix: str, limits) -> list[Finding]:
-    return [
-        Finding(severity="error", code=f"{prefix}.limit",
-                message=f"{lim.name} = {format_int(lim.value)} breaks {lim.relation} {format_int(lim.bound)} "
-                        f"({lim.source})",
-                data={"limit": lim.name, "value": lim.value, "bound": lim.bound})
-        for lim in limits if not lim.ok
-    ]
 
 
 def runtime_buffers(ranks_per_node: int, platform: str, nic: str) -> tuple[Buffer, Buffer, Buffer]:
