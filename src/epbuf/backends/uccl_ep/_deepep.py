@@ -4,7 +4,7 @@ UCCL-EP keeps DeepEP V1's sizing code: ``ep/include/ep_config.hpp`` starts its `
 ``LowLatencyLayout`` with the comment ``// thirdparty/DeepEP/csrc/config.hpp``. epbuf therefore
 *reuses* DeepEP V1's formulas instead of copying them, all through this module (so one module
 adapts when DeepEP V1's API changes): its public names, plus ``slot_grid`` and ``hint_round_up``
-of its low-latency modules:
+of its low-latency modules and ``hint_slot_records`` of its config module:
 
 * normal mode: ``Config`` (same constructor rules, ``ep_config.hpp:32-58``) and its
   ``nvl_buffer`` / ``rdma_buffer`` at :data:`NORMAL_VERSION`. UCCL's hints
@@ -25,11 +25,12 @@ from __future__ import annotations
 
 from ...errors import InvalidArgumentError, Problem
 from .. import deepep_v1 as _v1
+from ..deepep_v1.config import hint_slot_records  # what each token slot of a normal-mode hint reserves
 from ..deepep_v1.ll_formulas import hint_round_up  # ((total + 128) / 128) * 128, ep_config.hpp:324-326 as DeepEP's
 
 __all__ = ["NORMAL_VERSION", "LL_VERSION", "LL_VERSION_NEWEST", "Config", "make_config", "nvl_buffer",
            "rdma_buffer", "get_hidden_bytes", "ll_layout", "ll_hint", "deepep_ll_hint", "deepep_ll_max_bytes",
-           "slot_grid", "hint_round_up"]
+           "slot_grid", "hint_round_up", "hint_slot_records"]
 
 NORMAL_VERSION = "v1.2.1"  # DeepEP V1 version whose normal-mode hints UCCL's Config reproduces
 LL_VERSION = "ll4"  # DeepEP V1 version whose LowLatencyLayout UCCL's default build reproduces

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from ..._record import Record
 from ...errors import Checker, InvalidArgumentError
-from ...report import Buffer, Field, Finding, Quantity, RecordLayout, Report, Summary, summary_of
+from ...report import Finding, Quantity, Report, Summary, summary_of
 from ...units import format_int
 from . import _deepep
 from .config import (
@@ -112,41 +112,14 @@ def _normal_core(version, ranks: int, num_ranks_per_node, hidden: int, fp8: bool
     combine_cfg = configs.get("combine", override)
     limits = tuple(limit_checks(normal_limit_rows(v, platform, ranks, rpn, topk, experts, hidden, fp8, configs,
                                                   combine_cfg, num_nvl_bytes, num_rdma_bytes, rdma_dispatched)))
-    records = _hint_slot_records("NVL hint slot", nvl[nvl_key])
+    records = _deepep.hint_slot_records("NVL hint slot", nvl[nvl_key])
     if ranks > NUM_MAX_NVL_PEERS:
-        records += _hint_slot_records("RDMA hint slot", rdma[rdma_key])
+        records += _deepep.hint_slot_records("RDMA hint slot", rdma[rdma_key])
         records += internode_records(hidden, fp8, topk)
     summary = summary_of(Report(backend="uccl-ep", title="", upstream="", inputs={}, buffers=buffers, limits=limits))
     return _Normal(version=v, override=override, hidden_bytes=hidden_bytes, configs=configs, nvl_hints=nvl,
                    rdma_hints=rdma, nvl_key=nvl_key, rdma_key=rdma_key, buffers=buffers, host_buffers=host_buffers,
                    records=tuple(records), limits=limits, summary=summary)
-
-
-# Per-slot regions of the hints -> (field name, element count per slot, or 0 for "one byte each").
-_PER_SLOT = {"hidden data": ("hidden", 0), "source meta": ("source_meta", 2), "top-k indices": ("topk_idx", 128),
-             "top-k weights": ("topk_weights", 128), "scales": ("scales", 128), "int4 per token": ("int4", 4)}
-_DTYPES = {("topk_idx", 8): "int64", ("topk_weights", 4): "float32", ("scales", 4): "float32",
-           ("source_meta", 4): "int32", ("int4", 4): "int32"}
-
-
-def _hint_slot_records(name: str, hint: Buffer) -> list[RecordLayout]:
-    """What a hint reserves per token slot: each per-slot region divided by the slot count
-    (the source-meta region holds 8 B per slot). Not a memory layout: the kernels keep the
-    fields in separate arrays per channel."""
-    by_name = {r.name: r for r in hint.regions}
-    slots = by_name["source meta"].num_bytes // 8 if "source meta" in by_name else 0
-    if slots == 0:
-        return []
-    fields, offset = [], 0
-    for r in hint.regions:
-        if r.name in _PER_SLOT:
-            field, count = _PER_SLOT[r.name]
-            size = r.num_bytes // slots
-            count = count or size
-            fields.append(Field(name=field, offset=offset, num_bytes=size, count=count,
-                                dtype=_DTYPES.get((field, size // count), "uint8")))
-            offset += size
-    return [RecordLayout.from_fields(name, offset, fields, view="hint budget per token slot, not a memory layout")]
 
 
 def _normal_key(plan) -> tuple:
