@@ -17,6 +17,7 @@ from ..._record import Record
 from ...errors import Checker, InvalidArgumentError
 from ...report import Finding, Quantity, Report, Summary, summary_of
 from ...units import format_int
+from .._shape_cache import shape_cache
 from .config import Config, hint_slot_records
 from .constants import (BF16_BYTES, DEFAULT_NUM_SMS, HINT_NUM_MAX_SCALES, HINT_NUM_MAX_TOPK, NORMAL_NUM_MAX_RANKS,
                         NUM_MAX_NVL_PEERS, NUM_WORKSPACE_BYTES)
@@ -125,13 +126,6 @@ def _core(version: str | None, ranks: int, num_ranks_per_node: int | None, hidde
                    summary=summary)
 
 
-@lru_cache(maxsize=16384)
-def _summary(*key) -> Summary | InvalidArgumentError:
-    """The summary of :func:`_core` (or its error), kept longer than the core."""
-    core = _core(*key)
-    return core.summary if isinstance(core, _Normal) else core
-
-
 def _key(plan) -> tuple:
     """The plan fields normal mode reads, in :func:`_core`'s order (no token count)."""
     return (plan.version, plan.num_ranks, plan.num_ranks_per_node, plan.hidden, plan.use_fp8_dispatch,
@@ -139,19 +133,8 @@ def _key(plan) -> tuple:
             plan.num_topk_idx_bits)
 
 
-def _cached(plan, cached=_core):
-    """``cached(*_key(plan))`` (:func:`_core` or :func:`_summary`); raises the plan's error."""
-    check_plan(plan)
-    key = _key(plan)
-    try:
-        result = cached(*key)
-    except TypeError:  # an unhashable version / deepep_config, which the checks reject: not cached
-        result = _core.__wrapped__(*key)
-        if isinstance(result, _Normal) and cached is _summary:
-            result = result.summary
-    if isinstance(result, InvalidArgumentError):
-        raise InvalidArgumentError(result.problems)
-    return result
+#: ``_cached(plan)``: :func:`_core` for ``plan``; ``_cached(plan, _summary)``: its summary, kept longer.
+_cached, _summary = shape_cache(_core, _key, check_plan)
 
 
 def report_normal(plan) -> Report:

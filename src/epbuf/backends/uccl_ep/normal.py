@@ -25,6 +25,7 @@ from .config import (
 from .limits import NUM_MAX_NVL_PEERS, normal_limit_rows
 from .memory import nvl_allocation, placement, rdma_allocation
 from .._limits import limit_checks, limit_findings
+from .._shape_cache import shape_cache
 from .report_parts import (CFG, dropped_checks_finding, host_memory_finding, nic_of, platform_of, runtime_buffers,
                            upstream_line)
 from .versions import Version, cite, get_version
@@ -128,23 +129,8 @@ def _normal_key(plan) -> tuple:
             nic_of(plan))
 
 
-@lru_cache(maxsize=16384)
-def _normal_summary(*key) -> Summary | InvalidArgumentError:
-    core = _normal_core(*key)
-    return core.summary if isinstance(core, _Normal) else core
-
-
-def _normal(plan, cached=_normal_core):
-    key = _normal_key(plan)
-    try:
-        result = cached(*key)
-    except TypeError:  # an unhashable version / deepep_config, which the checks reject: not cached
-        result = _normal_core.__wrapped__(*key)
-        if isinstance(result, _Normal) and cached is _normal_summary:
-            result = result.summary
-    if isinstance(result, InvalidArgumentError):
-        raise InvalidArgumentError(result.problems)
-    return result
+#: ``_normal(plan)``: :func:`_normal_core` for ``plan``; ``_normal(plan, _normal_summary)``: its summary.
+_normal, _normal_summary = shape_cache(_normal_core, _normal_key)
 
 
 def report_normal(plan) -> Report:
