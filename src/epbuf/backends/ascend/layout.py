@@ -12,7 +12,7 @@ writer's and the reader's view.
 from __future__ import annotations
 
 from ..._record import Record
-from .._buffer_layout import RankTokenBuffer
+from .._v2_and_ascend import RankTokenBuffer
 from ...errors import InvalidArgumentError, Problem, check_bool, check_int
 from ...report import Field, Finding, RecordLayout
 from ...units import align

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...errors import Checker, check_int
 from ...units import INT32_MAX, INT64_MAX, align, ceil_div
-from .._dtypes import element_size
+from .._v2_and_ascend import element_size
 from .constants import (EPB, FP8_BLOCK_SIZE, HINT_SF_GRANULARITY, NUM_ALLOCATION_ALIGNMENT_BYTES, NUM_DEFAULT_TOPK,
                         NUM_MAX_TOPK, SF_PACK_BYTES, SF_PACKS_PER_SCALE, TOK)
 from .layout import BufferLayout, TokenLayout, _record_num_bytes

@@ -11,7 +11,7 @@ functions (:mod:`.sizes`) and :class:`TokenLayout` both read it.
 from __future__ import annotations
 
 from ..._record import Record
-from .._buffer_layout import RankTokenBuffer
+from .._v2_and_ascend import RankTokenBuffer
 from ...errors import InvalidArgumentError, Problem, check_bool, check_int
 from ...report import Field, RecordLayout
 from ...units import align

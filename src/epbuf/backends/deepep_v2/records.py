@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ...errors import Checker, check_int
 from ...units import INT32_MAX, ceil_div
-from .._dtypes import element_size
+from .._v2_and_ascend import element_size
 from .constants import (FP8_BLOCK_SIZE, HINT_SF_GRANULARITY, NUM_DEFAULT_TOPK, NUM_MAX_TOPK, NUM_TMA_ALIGNMENT_BYTES,
                         SF_PACK_BYTES)
 from .layout import TokenLayout

@@ -1,16 +1,31 @@
-"""``BufferLayout``: ``num_ranks`` x ``num_max_tokens_per_rank`` token records, packed rank after
-rank — the same class in DeepEP V2 (``layout.cuh:251-311 @dd758ca``) and DeepEP-Ascend, its port
-(``layout/ep/token.hpp:85-130``). Each backend subclasses :class:`RankTokenBuffer` with its own
-``TokenLayout`` and says how many bytes one record takes (:attr:`num_bytes_per_token`) and how
-the buffer's ``get_num_bytes`` multiplies (:attr:`num_bytes`)."""
+"""What DeepEP-Ascend, a port of DeepEP V2, keeps of it line for line: the element size of the
+dispatched data, and ``BufferLayout`` — ``num_ranks`` x ``num_max_tokens_per_rank`` token records,
+packed rank after rank (DeepEP V2 ``layout.cuh:251-311 @dd758ca``, DeepEP-Ascend
+``layout/ep/token.hpp:85-130``). Each backend subclasses :class:`RankTokenBuffer` with its own
+``TokenLayout`` and says how many bytes one record takes (``num_bytes_per_token``) and how the
+buffer's ``get_num_bytes`` multiplies (``num_bytes``)."""
 
 from __future__ import annotations
 
 from .._record import Record
-from ..errors import InvalidArgumentError, Problem, check_int
+from ..errors import InvalidArgumentError, Problem, check_bool, check_int
 from ..units import INT32_MAX
 
-__all__ = ["RankTokenBuffer"]
+__all__ = ["element_size", "RankTokenBuffer"]
+
+
+def element_size(use_fp8_dispatch: bool) -> int:
+    """``sizeof(__nv_fp8_e4m3)`` = 1 or ``sizeof(nv_bfloat16)`` = 2 (DeepEP V2 ``buffer.hpp:671 @dd758ca``);
+    ``sizeof(c10::Float8_e4m3fn)`` = 1 or ``sizeof(c10::BFloat16)`` = 2 (DeepEP-Ascend ``EPB:595``).
+
+    >>> element_size(True), element_size(False)
+    (1, 2)
+    """
+    if use_fp8_dispatch is True:
+        return 1
+    if use_fp8_dispatch is False:
+        return 2
+    return check_bool("use_fp8_dispatch", use_fp8_dispatch)
 
 
 class RankTokenBuffer(Record):
