@@ -19,7 +19,18 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["exports"]
+__all__ = ["exports", "module"]
+
+
+def module(name: str):
+    """The module ``name``, imported if need be: ``importlib.import_module`` without importing
+    ``importlib`` (its package is not loaded at start-up; importing it cost 0.2 ms of every
+    command's cold start)."""
+    found = sys.modules.get(name)
+    if found is None:
+        __import__(name)
+        found = sys.modules[name]
+    return found
 
 
 def exports(package: str, where: dict[str, str]):
@@ -27,12 +38,10 @@ def exports(package: str, where: dict[str, str]):
     submodule ``where[name]`` on first use and then kept in the package's namespace."""
 
     def __getattr__(name: str):
-        module = where.get(name)
-        if module is None:
+        submodule = where.get(name)
+        if submodule is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        full = f"{package}.{module}"
-        __import__(full)
-        value = getattr(sys.modules[full], name)
+        value = getattr(module(f"{package}.{submodule}"), name)
         setattr(sys.modules[package], name, value)
         return value
 

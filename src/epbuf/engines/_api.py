@@ -49,9 +49,9 @@ def get_engine(name: str) -> EngineSpec:
         module_name, attribute, _ = ENGINES[name]
     except KeyError:
         raise UnknownNameError(f"engine = {name!r}: unknown; choose one of {', '.join(ENGINES)}") from None
-    import importlib
+    from .._lazy import module
 
-    return getattr(importlib.import_module(module_name), attribute)
+    return getattr(module(module_name), attribute)
 
 
 # The shape used when neither --model nor explicit values are given.
