@@ -125,7 +125,7 @@ def test_a_command_imports_only_its_own_modules(argv, expected):
 
 
 @pytest.mark.parametrize("argv, used, unused", [
-    (["hint"], {"epbuf.render.report", "epbuf.report.records"},
+    (["hint"], {"epbuf.render.report", "epbuf.report"},
      {"epbuf.render.compare", "epbuf.render.sweep", "epbuf.render.engine", "epbuf.report.json_form", "epbuf.models"}),
     (["hint", "--json"], {"epbuf.report.json_form"}, {"epbuf.render"}),
     (["hint", "--model", "deepseek-v3"], {"epbuf.models.lookup", "epbuf.models.presets"},

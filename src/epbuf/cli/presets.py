@@ -31,7 +31,7 @@ def run_models(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"schema": "epbuf.models/1", "models": [m.as_dict() for m in MODELS.values()]})
         return 0
-    from ..render.tables import table
+    from ..render import table
     from ..units import format_int
 
     rows = [[m.name, format_int(m.hidden), format_int(m.num_experts), format_int(m.num_topk),
@@ -51,7 +51,7 @@ def run_devices(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"schema": "epbuf.devices/1", "devices": [d.as_dict() for d in DEVICES.values()]})
         return 0
-    from ..render.tables import table
+    from ..render import table
     from ..units import format_bytes, format_int
 
     from ..placement import DEVICE_BACKENDS
@@ -67,7 +67,7 @@ def run_devices(args: argparse.Namespace) -> int:
     sys.stdout.write(table(headers, rows, right={2, 3 + shift, 5 + shift} - {1}, indent="", width=width,
                            wrap_columns=(1, 4 + shift)) + "\n")
     if not args.wide:
-        from ..render.tables import wrap
+        from ..render import wrap
 
         sys.stdout.write("\n".join(wrap("backend: what --device chooses without --backend. (--wide adds where "
                                          "each number comes from; --json has every field)", output_width(args)))

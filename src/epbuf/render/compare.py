@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..report import Report, tightest_limit
 from ..units import format_bytes, format_int
-from .tables import bytes_cell, device_line, finding_lines, table, wrap
+from . import bytes_cell, device_line, finding_lines, table, wrap
 
 __all__ = ["render_compare", "render_fit"]
 

@@ -4,7 +4,7 @@ limits, what to set)."""
 from __future__ import annotations
 
 from ..units import format_bytes, format_int
-from .tables import bytes_cell, table, value_text
+from . import bytes_cell, table, value_text
 
 __all__ = ["render_engine_report"]
 

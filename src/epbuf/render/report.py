@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..report import RecordLayout, Report
 from ..units import format_bytes, format_int
-from .tables import bytes_cell, finding_lines, header_lines, render_inputs, table, wrap
+from . import bytes_cell, finding_lines, header_lines, render_inputs, table, wrap
 
 __all__ = ["render_report", "render_layout"]
 

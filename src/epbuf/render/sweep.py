@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..units import format_bytes, format_int
-from .tables import device_line, table, wrap
+from . import device_line, table, wrap
 
 __all__ = ["render_sweep"]
 

@@ -3,7 +3,7 @@ back. Fields are only added, never renamed, within a schema version."""
 
 from __future__ import annotations
 
-from .records import Buffer, Field, Finding, LimitCheck, Quantity, RecordArray, RecordLayout, Region, Report
+from . import Buffer, Field, Finding, LimitCheck, Quantity, RecordArray, RecordLayout, Region, Report
 
 __all__ = ["SCHEMA", "report_to_dict", "report_from_dict"]
 

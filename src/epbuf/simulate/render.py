@@ -3,7 +3,7 @@ formatting: shares, means and GB/s at the modelled time)."""
 
 from __future__ import annotations
 
-from ..render.tables import table
+from ..render import table
 from ..units import format_bytes, format_int
 from .records import Simulation
 
