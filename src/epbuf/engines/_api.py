@@ -158,8 +158,8 @@ def _launch_findings(engine: str, spec, settings: dict, ignored: tuple, launch: 
 
 
 def _shape(model: object, hidden, num_topk, num_experts, num_shared) -> tuple[str, dict, str]:
+    from ..models import ModelSpec
     from ..models.lookup import get_model
-    from ..models.spec import ModelSpec
     from ._knobs import Setting
 
     explicit = {"hidden": hidden, "num_topk": num_topk, "num_experts": num_experts, "num_shared_experts": num_shared}

@@ -9,12 +9,20 @@ from __future__ import annotations
 import os
 
 from ..errors import ConfigFileError
-from .hf_cache import repo_id_of
-from .spec import ModelSpec
+from . import ModelSpec
 
-__all__ = ["read_model_config", "parse_model_config", "read_config_text", "MAX_CONFIG_BYTES", "HIDDEN_KEYS",
+__all__ = ["read_model_config", "parse_model_config", "read_config_text", "repo_id_of", "MAX_CONFIG_BYTES", "HIDDEN_KEYS",
            "EXPERT_KEYS", "TOPK_KEYS", "SHARED_COUNT_KEYS", "SHARED_WIDTH_KEYS", "LAYER_KEYS", "DTYPE_KEYS",
            "NESTED_KEYS"]
+
+
+def repo_id_of(file: str) -> str:
+    """``org/name`` when ``file`` lies in a Hugging Face cache snapshot, else ``""``."""
+    parts = os.path.abspath(file).split(os.sep)
+    for i in range(len(parts) - 3, -1, -1):
+        if parts[i].startswith("models--") and i + 1 < len(parts) and parts[i + 1] == "snapshots":
+            return parts[i][len("models--"):].replace("--", "/", 1)
+    return ""
 
 
 #: Keys tried for each quantity, in order. In every scope (see :data:`NESTED_KEYS`) the

@@ -1,5 +1,6 @@
 """Finding a model by name: a preset (name, title, alias or Hugging Face id), a Hugging Face
-id whose ``config.json`` is in the local cache, or a released variant of a preset.
+id whose ``config.json`` is in the local cache (read offline: nothing is downloaded), or a
+released variant of a preset.
 
 >>> get_model("qwen3_235b_a22b").name
 'qwen3-235b-a22b'
@@ -15,13 +16,14 @@ epbuf.errors.UnknownNameError: --model (model) = 'deepseek-v4': unknown; did you
 
 from __future__ import annotations
 
+import os
+
 from .._names import _fold, _index, _lookup, _shown
 from ..errors import UnknownNameError
-from .hf_cache import find_cached_config
+from . import ModelSpec
 from .presets import MODELS
-from .spec import ModelSpec
 
-__all__ = ["get_model", "VARIANTS"]
+__all__ = ["get_model", "VARIANTS", "hf_cache_dirs", "find_cached_config"]
 
 
 _MODEL_INDEX: dict[str, str] = {}
@@ -76,7 +78,7 @@ def get_model(name: str) -> ModelSpec:
     variant of a preset (``DeepSeek-R1-0528``, ``Qwen3-30B-A3B-Instruct-2507``, ``GLM-4.6``).
 
     Matching ignores case, an ``org/`` prefix and the separators ``- _ .`` and spaces.
-    The cache is read offline (:func:`~.hf_cache.find_cached_config`); a preset name wins over it.
+    The cache is read offline (:func:`find_cached_config`); a preset name wins over it.
 
     Raises:
         UnknownNameError: none of these; the one-line message suggests the three closest
@@ -103,3 +105,52 @@ def get_model(name: str) -> ModelSpec:
                    "config.json is in the local cache)")
 
 
+# ------------------------------------------------------------------- Hugging Face cache
+
+
+def hf_cache_dirs() -> tuple[str, ...]:
+    """Where ``huggingface_hub`` keeps downloaded repositories, in its own order:
+    ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else ``XDG_CACHE_HOME/huggingface/hub``, else
+    ``~/.cache/huggingface/hub`` (huggingface_hub ``constants.py``)."""
+    env = os.environ
+    if env.get("HF_HUB_CACHE"):
+        return (env["HF_HUB_CACHE"],)
+    if env.get("HF_HOME"):
+        return (os.path.join(env["HF_HOME"], "hub"),)
+    xdg = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return (os.path.join(xdg, "huggingface", "hub"),)
+
+
+def find_cached_config(repo_id: str) -> str | None:
+    """The ``config.json`` of Hugging Face repo ``repo_id`` (``org/name``) in the local
+    cache, or ``None``: ``models--org--name/snapshots/<rev>/config.json`` for the revision
+    ``refs/main`` names, else the most recently modified snapshot that has one. Matching
+    is exact first, then ignoring case. Nothing is downloaded."""
+    if "/" not in repo_id or repo_id.count("/") != 1 or ".." in repo_id:
+        return None
+    folder_name = "models--" + repo_id.strip().replace("/", "--")
+    for cache in hf_cache_dirs():
+        try:
+            entries = os.listdir(cache)
+        except OSError:
+            continue
+        matches = [e for e in entries if e == folder_name] or [e for e in entries if e.lower() == folder_name.lower()]
+        for entry in matches:
+            repo = os.path.join(cache, entry)
+            snapshots = os.path.join(repo, "snapshots")
+            try:
+                with open(os.path.join(repo, "refs", "main"), encoding="utf-8") as f:
+                    main = f.read(100).strip()
+            except OSError:
+                main = ""
+            candidate = os.path.join(snapshots, main, "config.json") if main else ""
+            if candidate and os.path.isfile(candidate):
+                return candidate
+            try:
+                revisions = [os.path.join(snapshots, rev, "config.json") for rev in os.listdir(snapshots)]
+            except OSError:
+                continue
+            found = [c for c in revisions if os.path.isfile(c)]
+            if found:
+                return max(found, key=os.path.getmtime)
+    return None

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from .spec import ModelSpec
+from . import ModelSpec
 
 __all__ = ["MODELS", "model_names"]
 
