@@ -95,13 +95,8 @@ def test_every_module_imports_alone_in_a_fresh_interpreter():
     assert len(results) == len(MODULES) > 40
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["hint"], {"epbuf.cli.hint", "epbuf.backends.ascend"}),
-    (["hint", "--backend", "deepep-v2", "--json"], {"epbuf.cli.hint", "epbuf.backends.deepep_v2"}),
-    (["models"], {"epbuf.cli.presets", "epbuf.models"}),
-    (["engine", "mindspeed"], {"epbuf.cli.engine", "epbuf.engines.mindspeed", "epbuf.engines._hccl"}),
-])
-def test_a_command_imports_only_its_own_modules(argv, expected):
+def _loaded_by(argv: list[str]) -> set[str]:
+    """The epbuf modules a fresh interpreter has loaded after running ``epbuf <argv>``."""
     probe = (
         "import sys, io, contextlib\n"
         "from epbuf.cli import main\n"
@@ -110,13 +105,39 @@ def test_a_command_imports_only_its_own_modules(argv, expected):
         "print(','.join(sorted(m for m in sys.modules if m.startswith('epbuf'))))\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
-    loaded = set(out.split(","))
+    return set(out.split(","))
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["hint"], {"epbuf.cli.hint", "epbuf.backends.ascend"}),
+    (["hint", "--backend", "deepep-v2", "--json"], {"epbuf.cli.hint", "epbuf.backends.deepep_v2"}),
+    (["models"], {"epbuf.cli.presets", "epbuf.models"}),
+    (["engine", "mindspeed"], {"epbuf.cli.engine", "epbuf.engines.mindspeed", "epbuf.engines._hccl"}),
+])
+def test_a_command_imports_only_its_own_modules(argv, expected):
+    loaded = _loaded_by(argv)
     assert expected <= loaded
     other_commands = {f"epbuf.cli.{m}" for m, _ in COMMANDS.values()} - {f"epbuf.cli.{COMMANDS[argv[0]][0]}"}
     assert loaded & other_commands == set()
     if argv[0] != "engine":
         assert not any(m.startswith("epbuf.engines") for m in loaded), loaded
     assert not {"epbuf.fit", "epbuf.sweep", "epbuf.svg", "epbuf.plot"} & loaded
+
+
+@pytest.mark.parametrize("argv, used, unused", [
+    (["hint"], {"epbuf.render.report", "epbuf.report"},
+     {"epbuf.render.compare", "epbuf.render.sweep", "epbuf.render.engine", "epbuf.report.json_form", "epbuf.models"}),
+    (["hint", "--json"], {"epbuf.report.json_form"}, {"epbuf.render"}),
+    (["hint", "--model", "deepseek-v3"], {"epbuf.models.lookup", "epbuf.models.presets"},
+     {"epbuf.models.config_json"}),
+    (["sweep", "--ranks", "8,16"], {"epbuf.render.sweep"}, {"epbuf.render.report", "epbuf.render.compare"}),
+])
+def test_a_package_loads_only_the_modules_a_command_uses(argv, used, unused):
+    """``epbuf.render``, ``epbuf.report`` and ``epbuf.models`` re-export their names lazily
+    (``epbuf._lazy``): a command pays only for the renderer, records and lookups it uses."""
+    loaded = _loaded_by(argv)
+    assert used <= loaded
+    assert loaded & unused == set()
 
 
 def test_a_command_is_one_module_and_one_line():
@@ -135,10 +156,17 @@ def test_a_command_is_one_module_and_one_line():
     assert list(sub.choices) == ["fit"]
 
 
-@pytest.mark.parametrize("package", ["cli", "engines"])
-def test_modules_stay_a_few_hundred_lines(package):
-    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in (SRC / package).glob("*.py")}
-    assert max(sizes.values()) <= 400, sizes
+# codec/ and runtime/ are left out for now: they are being optimised in another branch (issue 10),
+# and runtime/_core.py is above the bound; include them once that work has landed and been split.
+NOT_YET_SIZED = ("codec", "runtime")
+
+
+def test_modules_stay_a_few_hundred_lines():
+    sizes = {str(p.relative_to(SRC)): len(p.read_text(encoding="utf-8").splitlines()) for p in SRC.rglob("*.py")
+             if p.relative_to(SRC).parts[0] not in NOT_YET_SIZED}
+    assert len(sizes) > 100 and any(name.startswith("backends/") for name in sizes)
+    too_long = {name: n for name, n in sizes.items() if n > 400}
+    assert too_long == {}
 
 
 def test_python_m_epbuf_and_the_console_entry_point():
@@ -148,3 +176,31 @@ def test_python_m_epbuf_and_the_console_entry_point():
     for argv in ([sys.executable, "-m", "epbuf", "versions"], [sys.executable, "-m", "epbuf.cli", "versions"]):
         done = subprocess.run(argv, capture_output=True, text=True)
         assert done.returncode == 0 and done.stdout.startswith("ascend"), done.stderr
+
+
+def _readme_layout() -> str:
+    text = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Layout of the code", 1)[1]
+    return section.split("```", 2)[1]
+
+
+def test_the_readme_layout_names_every_module():
+    """README's "Layout of the code" names every module and package of epbuf, and every module of
+    each package (``__init__``/``__main__`` aside; codec/ and runtime/ by package only, see
+    NOT_YET_SIZED), so it stays true to the tree."""
+    layout = _readme_layout()
+    for mark in "/,():;+":
+        layout = layout.replace(mark, " " if mark != "/" else "/ ")
+    words = set(layout.split())
+    missing = []
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC).parts
+        if path.stem in ("__init__", "__main__") or parts[0] in NOT_YET_SIZED:
+            continue
+        if path.stem not in words and path.name not in words:
+            missing.append(str(path.relative_to(SRC)))
+    for init in sorted(SRC.rglob("__init__.py")):
+        folder = init.parent
+        if folder != SRC and folder.name + "/" not in words:
+            missing.append(str(folder.relative_to(SRC)) + "/")
+    assert missing == []

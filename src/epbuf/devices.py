@@ -216,7 +216,7 @@ def get_device(name: str) -> DeviceSpec:
     Raises:
         UnknownNameError: no preset matches; the message suggests the closest names.
     """
-    from .models import _index, _lookup
+    from ._names import _index, _lookup
 
     if not _DEVICE_INDEX:
         _DEVICE_INDEX.update(_index(DEVICES, titles=False))  # titles are descriptions

@@ -220,9 +220,9 @@ def get_backend(name: str):
         raise UnknownNameError(
             f"--backend (backend) = {name!r}: unknown; choose one of {', '.join(BACKENDS)}"
         ) from None
-    import importlib
+    from ._lazy import module
 
-    return getattr(importlib.import_module(module_name), function)
+    return getattr(module(module_name), function)
 
 
 def report(plan: Plan, backend: str = "ascend") -> Report:
@@ -247,9 +247,9 @@ def backend_versions(backend: str) -> tuple[str | None, dict[str, str]]:
     supports through ``Plan.version``; backends with one generation give
     ``(None, {"": description})``."""
     get_backend(backend)
-    import importlib
+    from ._lazy import module as load
 
-    module = importlib.import_module(BACKENDS[backend][0])
+    module = load(BACKENDS[backend][0])
     versions = getattr(module, "VERSIONS", None)
     if versions:
         return getattr(module, "DEFAULT_VERSION", None), dict(versions)
@@ -265,9 +265,9 @@ def summarizer(backend: str):
     except (KeyError, TypeError):
         get_backend(backend)  # raises the one-line UnknownNameError
         raise
-    import importlib
+    from ._lazy import module as load
 
-    module = importlib.import_module(module_name)
+    module = load(module_name)
     name = "summarize" if function == "report" else "summarize_" + function.removeprefix("report_")
     fast = getattr(module, name, None)
     if fast is not None:

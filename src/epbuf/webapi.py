@@ -345,7 +345,7 @@ def _with_config(name: str, params: list[tuple[str, str]], options: list[str], b
     """The options with a POSTed config.json's shape as ``--hidden/--topk/--experts``, and
     the extra response field ``model_config``."""
     from .errors import EpbufError
-    from .models import parse_model_config
+    from .models.config_json import parse_model_config
 
     if any(k == "model" for k, _ in params):
         raise _Refused(400, "model and a config.json body: give one of them")
@@ -363,7 +363,7 @@ def _with_config(name: str, params: list[tuple[str, str]], options: list[str], b
 def _layout_svg(options: list[str]) -> Response:
     """The byte map ``epbuf layout --svg FILE`` would write, rendered in memory from the
     report ``epbuf hint --json`` prints for the same options (layout and hint share them)."""
-    from .report import report_from_dict
+    from .report.json_form import report_from_dict
     from .svg import render_svg
 
     argv = ["hint", *options, "--json"]

@@ -71,9 +71,9 @@ def command_parser(name: str):
 
 
 def _configure(parser, name: str) -> None:
-    import importlib
+    from .._lazy import module
 
-    importlib.import_module(f"{__name__}.{COMMANDS[name][0]}").configure(parser, name)
+    module(f"{__name__}.{COMMANDS[name][0]}").configure(parser, name)
 
 
 class _ClosedStdout:

@@ -103,11 +103,11 @@ def model_from_args(args: argparse.Namespace):
     """The ModelSpec named by --model / --model-config, or None. A config file lacking the
     hidden size, the expert count or the top-k takes them from --hidden / --experts / --topk."""
     if getattr(args, "model", None) is not None:
-        from ..models import get_model
+        from ..models.lookup import get_model
 
         return get_model(args.model)
     if getattr(args, "model_config", None) is not None:
-        from ..models import read_model_config
+        from ..models.config_json import read_model_config
 
         fill = {key: value for key, value in (("hidden", getattr(args, "hidden", None)),
                                                ("num_experts", getattr(args, "experts", None)),

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
                 results[name] = rep.replace(findings=found + rep.findings)
     on_device = {n: runs_on(n, device.vendor) for n in names} if device is not None else None
     if args.json:
-        from ..report import report_to_dict
+        from ..report.json_form import report_to_dict
 
         data = {
             "schema": "epbuf.compare/1",
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
                               "vendor": device.vendor if device is not None else None, "runs_on": on_device}
         print_json(data)
         return 0
-    from ..render import render_compare
+    from ..render.compare import render_compare
 
     sys.stdout.write(render_compare(results, device=capacity, runs_on=on_device, width=output_width(args)))
     return 0

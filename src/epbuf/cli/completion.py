@@ -32,7 +32,7 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
 def _names() -> dict[str, tuple[str, ...]]:
     """Values of the name options, from the preset tables."""
     from ..devices import DEVICES
-    from ..models import MODELS
+    from ..models.presets import MODELS
     from ..plan import backend_names
 
     return {"model": tuple(MODELS), "device": tuple(DEVICES), "backend": backend_names(),

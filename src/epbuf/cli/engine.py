@@ -206,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
 
         print_json(engine_report_to_dict(rep))
         return status
-    from ..render import render_engine_report
+    from ..render.engine import render_engine_report
 
     sys.stdout.write(render_engine_report(rep, verbose=opts.verbose, width=output_width(opts)))
     return status

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     variable = "num_ranks" if by_ranks else "num_max_tokens_per_rank"
     on_device = {n: runs_on(n, device.vendor) for n in names} if device is not None else None
     if args.json:
-        from ..report import report_to_dict
+        from ..report.json_form import report_to_dict
 
         def as_json(r):
             if isinstance(r, Exception):
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
                               "vendor": device.vendor if device is not None else None, "runs_on": on_device}
         print_json(data)
         return 0
-    from ..render import render_fit
+    from ..render.compare import render_fit
 
     sys.stdout.write(render_fit(results, budget, variable, budget_note=note, runs_on=on_device,
                                 width=output_width(args), device_name=device.title if device else ""))

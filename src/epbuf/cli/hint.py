@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     rep, device, budget = report_from_args(args)
     status = 1 if args.strict and has_error_finding(rep.findings) else 0
     if args.json:
-        from ..report import report_to_dict
+        from ..report.json_form import report_to_dict
 
         data = report_to_dict(rep)
         if device is not None:
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             data["budget"] = {"num_bytes": budget, "share": rep.num_bytes / budget, "fits": rep.num_bytes <= budget}
         print_json(data)
         return status
-    from ..render import render_report
+    from ..render.report import render_report
 
     sys.stdout.write(render_report(rep, device=device, verbose=args.verbose, budget=budget,
                                    width=output_width(args)))

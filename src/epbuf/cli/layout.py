@@ -31,12 +31,12 @@ def run(args: argparse.Namespace) -> int:
 
         write_text_atomic(args.svg, render_svg(rep), option="--svg")
     if args.json:
-        from ..report import report_to_dict
+        from ..report.json_form import report_to_dict
 
         data = report_to_dict(rep)
         print_json({k: data[k] for k in ("schema", "backend", "upstream", "inputs", "records", "findings")})
         return 0
-    from ..render import render_layout
+    from ..render.report import render_layout
 
     sys.stdout.write(render_layout(rep, width=output_width(args)))
     return 0

@@ -26,7 +26,7 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
 
 
 def run_models(args: argparse.Namespace) -> int:
-    from ..models import MODELS
+    from ..models.presets import MODELS
 
     if args.json:
         print_json({"schema": "epbuf.models/1", "models": [m.as_dict() for m in MODELS.values()]})

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.quiet:
         return 0
-    from ..render import render_sweep
+    from ..render.sweep import render_sweep
 
     sys.stdout.write(render_sweep(result, device, width=output_width(args)))
     for path, what in ((args.csv, "CSV"), (args.plot, "plot")):

@@ -50,6 +50,8 @@ JSON schema ``epbuf.engine/1`` (``epbuf engine NAME --json``; stable: fields are
 
 from __future__ import annotations
 
+from .._lazy import exports
+
 __all__ = ["ENGINES", "EngineSpec", "engine_names", "get_engine", "report", "EngineReport", "Setting"]
 
 # name -> (module, attribute holding its EngineSpec, one-line description). Imported on first use.
@@ -75,10 +77,4 @@ def engine_names() -> tuple[str, ...]:
     return tuple(ENGINES)
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__, __dir__ = exports(__name__, _LAZY)

@@ -49,9 +49,9 @@ def get_engine(name: str) -> EngineSpec:
         module_name, attribute, _ = ENGINES[name]
     except KeyError:
         raise UnknownNameError(f"engine = {name!r}: unknown; choose one of {', '.join(ENGINES)}") from None
-    import importlib
+    from .._lazy import module
 
-    return getattr(importlib.import_module(module_name), attribute)
+    return getattr(module(module_name), attribute)
 
 
 # The shape used when neither --model nor explicit values are given.
@@ -158,7 +158,8 @@ def _launch_findings(engine: str, spec, settings: dict, ignored: tuple, launch: 
 
 
 def _shape(model: object, hidden, num_topk, num_experts, num_shared) -> tuple[str, dict, str]:
-    from ..models import ModelSpec, get_model
+    from ..models import ModelSpec
+    from ..models.lookup import get_model
     from ._knobs import Setting
 
     explicit = {"hidden": hidden, "num_topk": num_topk, "num_experts": num_experts, "num_shared_experts": num_shared}

@@ -221,9 +221,9 @@ def load_json(label: str, text: str) -> dict:
     body = text
     looks_like_json = text.lstrip()[:1] in ("{", "[")
     if not looks_like_json:
-        from ..models import _read_config_text  # regular files only, size-capped
+        from ..models.config_json import read_config_text  # regular files only, size-capped
 
-        body = _read_config_text(text, lambda why: InvalidArgumentError(
+        body = read_config_text(text, lambda why: InvalidArgumentError(
             [EngineProblem(label, _shown(text), "allowed a JSON object, or the path of a JSON file: "
                           + why.replace("; give a config.json file", "").replace("a config.json", "a JSON setting"))]))
     return parse_json_object(label, body, shown=text)

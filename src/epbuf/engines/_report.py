@@ -114,7 +114,7 @@ def _json_value(value: object) -> object:
 
 def engine_report_to_dict(rep: EngineReport) -> dict:
     """The stable JSON form (schema ``epbuf.engine/1``, documented in :mod:`epbuf.engines`)."""
-    from ..report import report_to_dict
+    from ..report.json_form import report_to_dict
 
     device = None
     if rep.device_num_bytes:

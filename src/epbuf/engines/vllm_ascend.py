@@ -122,12 +122,12 @@ def _expert_map_physical(path: str) -> int:
         InvalidArgumentError: what ``EplbConfig._validate_config`` refuses (not ``.json``, unreadable)
             and a file that is not such a map.
     """
-    from ..models import _read_config_text
+    from ..models.config_json import read_config_text
 
     label = "--additional-config eplb_config.expert_map_path"
     if path[-5:] != ".json":
         raise InvalidArgumentError([EngineProblem(label, path, "allowed a .json file (EplbConfig raises TypeError)")])
-    text = _read_config_text(path, lambda why: InvalidArgumentError([EngineProblem(
+    text = read_config_text(path, lambda why: InvalidArgumentError([EngineProblem(
         label, path, "allowed a readable expert map file (EplbConfig raises ValueError): "
                      + why.replace("; give a config.json file", "").replace("a config.json", "an expert map"))]))
     data = parse_json_object(label, text, shown=path)

@@ -35,7 +35,7 @@ def _group_preset(model: str):
     if model in GROUP_PRESETS:
         return GROUP_PRESETS[model]
     try:
-        from ..models import get_model
+        from ..models.lookup import get_model
 
         return GROUP_PRESETS.get(get_model(model).name)
     except EpbufError:

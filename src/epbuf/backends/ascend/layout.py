@@ -12,9 +12,10 @@ writer's and the reader's view.
 from __future__ import annotations
 
 from ..._record import Record
+from .._v2_and_ascend import RankTokenBuffer
 from ...errors import InvalidArgumentError, Problem, check_bool, check_int
 from ...report import Field, Finding, RecordLayout
-from ...units import INT32_MAX, align
+from ...units import align
 from .constants import (DTYPE_BYTES, IDISPATCH, IEPILOGUE, NUM_UB_ALIGNMENT_BYTES, SF_PACK_BYTES, SRC_IDX_BYTES,
                         TOPK_IDX_BYTES, TOPK_WEIGHT_BYTES)
 
@@ -146,39 +147,22 @@ class TokenLayout(Record):
         return RecordLayout.from_fields(name, self.num_bytes(), fields, view="writer")
 
 
-class BufferLayout(Record):
-    """``num_ranks`` x ``num_max_tokens_per_rank`` records (``TOK:85-130``)."""
+class BufferLayout(RankTokenBuffer):
+    """``num_ranks`` x ``num_max_tokens_per_rank`` records (``TOK:85-130``); slot offsets as
+    ``get_rank_buffer(r).get_token_buffer(t)`` (``TOK:118-128``)."""
 
     token_layout: TokenLayout
-    num_ranks: int
-    num_max_tokens_per_rank: int
-
-    def __post_init__(self) -> None:
-        ranks, tokens = self.num_ranks, self.num_max_tokens_per_rank
-        if not (type(ranks) is int and type(tokens) is int and 0 <= ranks <= INT32_MAX and 0 <= tokens <= INT32_MAX
-                and type(self.token_layout) is TokenLayout):
-            check_int("num_ranks", ranks, 0, INT32_MAX, "an int upstream")
-            check_int("num_max_tokens_per_rank", tokens, 0, INT32_MAX, "an int upstream")
-            raise InvalidArgumentError([Problem("token_layout", self.token_layout, "must be an ascend.TokenLayout")])
+    _token_layout_type = TokenLayout
+    _token_layout_name = "an ascend.TokenLayout"
 
     @property
     def num_bytes_per_token(self) -> int:
         return self.token_layout.num_bytes()
 
     @property
-    def num_bytes_per_rank(self) -> int:
-        return self.num_max_tokens_per_rank * self.num_bytes_per_token
-
-    @property
     def num_bytes(self) -> int:
         """``get_num_bytes`` (int64 upstream, ``TOK:102-112``): ranks x tokens x record bytes."""
         return _buffer_num_bytes(self.num_ranks, self.num_max_tokens_per_rank, self.num_bytes_per_token)
-
-    def slot_offset(self, rank_idx: int, token_idx: int) -> int:
-        """Byte offset of slot (``rank_idx``, ``token_idx``): ``get_rank_buffer(r).get_token_buffer(t)`` (``TOK:118-128``)."""
-        if not (0 <= rank_idx < self.num_ranks and 0 <= token_idx < self.num_max_tokens_per_rank):
-            raise IndexError(f"slot ({rank_idx}, {token_idx}) outside {self.num_ranks} x {self.num_max_tokens_per_rank}")
-        return rank_idx * self.num_bytes_per_rank + token_idx * self.num_bytes_per_token
 
 
 def _buffer_num_bytes(num_ranks: int, num_max_tokens_per_rank: int, num_bytes_per_token: int) -> int:

@@ -15,6 +15,7 @@ from ...errors import Checker, InvalidArgumentError, Problem
 from ...report import Buffer, Finding, LimitCheck, Quantity, Region, Report, Summary
 from ...units import INT32_MAX, INT64_MAX, align, format_int
 from .._cstruct import struct_offsets
+from .._limits import limit_checks, limit_findings
 from .constants import (CPL, DISPATCH_NUM_THREADS, EPB, IDISPATCH, IEPILOGUE, KCOMBINE, NUM_ALLOCATION_ALIGNMENT_BYTES,
                         NUM_MAX_EXPERTS, NUM_MAX_EXPERTS_PER_RANK, NUM_MAX_RANKS, NUM_MAX_TOPK,
                         NUM_MAX_VEC_CORES, NUM_SECTOR_INTS, RED, REDUCTION_MAX_HIGH_COUNT,
@@ -144,10 +145,8 @@ def _limit_rows(num_ranks: int, num_tokens: int, topk: int, experts: int, hidden
 
 
 def _limits(plan, topk: int, hint_bytes: int) -> list[LimitCheck]:
-    rows = _limit_rows(plan.num_ranks, plan.num_max_tokens_per_rank, topk, plan.num_total_experts, plan.hidden,
-                       hint_bytes, plan.num_topk_idx_bits)
-    return [LimitCheck(name=n, value=v, relation=r, bound=b, ok=ok, source=src, enforced=e)
-            for n, v, r, b, ok, src, e in rows]
+    return limit_checks(_limit_rows(plan.num_ranks, plan.num_max_tokens_per_rank, topk, plan.num_total_experts,
+                                    plan.hidden, hint_bytes, plan.num_topk_idx_bits))
 
 
 # Why a broken limit refuses the plan, by where upstream enforces it.
@@ -156,17 +155,6 @@ _CONSEQUENCE = {
     "host": "the dispatch/combine call will be rejected",
     "assumed": "upstream does not check it, but its fixed-size signal arrays would overflow",
 }
-
-
-def _limit_findings(limits: list[LimitCheck]) -> list[Finding]:
-    """One ``ascend.kernel-limit`` error finding per broken limit (kernel, host or assumed: see ``enforced``)."""
-    return [
-        Finding(severity="error", code="ascend.kernel-limit",
-                message=f"{lim.name} = {format_int(lim.value)} breaks {lim.relation} {format_int(lim.bound)} "
-                        f"({lim.source}); {_CONSEQUENCE[lim.enforced]}",
-                data={"limit": lim.name, "value": lim.value, "bound": lim.bound, "enforced": lim.enforced})
-        for lim in limits if not lim.ok
-    ]
 
 
 def report(plan) -> Report:
@@ -253,7 +241,7 @@ def report(plan) -> Report:
             data={"num_bytes_needed": buffer.num_bytes_needed, "num_bytes_hint": buffer.num_bytes},
         ))
     limits = _limits(plan, topk, buffer.num_bytes)
-    findings.extend(_limit_findings(limits))
+    findings.extend(limit_findings("ascend.kernel-limit", limits, _CONSEQUENCE))
 
     quantities = (
         Quantity(name="num_topk", value=topk, source=f"{EPB}:590"),

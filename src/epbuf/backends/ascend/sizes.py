@@ -10,8 +10,9 @@ the detailed checks run to name every problem (``benchmarks/api_speed.py`` measu
 
 from __future__ import annotations
 
-from ...errors import Checker, check_bool, check_int
+from ...errors import Checker, check_int
 from ...units import INT32_MAX, INT64_MAX, align, ceil_div
+from .._v2_and_ascend import element_size
 from .constants import (EPB, FP8_BLOCK_SIZE, HINT_SF_GRANULARITY, NUM_ALLOCATION_ALIGNMENT_BYTES, NUM_DEFAULT_TOPK,
                         NUM_MAX_TOPK, SF_PACK_BYTES, SF_PACKS_PER_SCALE, TOK)
 from .layout import BufferLayout, TokenLayout, _record_num_bytes
@@ -157,15 +158,6 @@ def actual_num_sf_packs(hidden: int, use_fp8_dispatch: bool) -> int:
     if not (type(hidden) is int and 0 < hidden <= INT32_MAX):
         check_int("hidden", hidden, 1, INT32_MAX)
     return ceil_div(hidden, FP8_BLOCK_SIZE) * SF_PACKS_PER_SCALE if element_size(use_fp8_dispatch) == 1 else 0
-
-
-def element_size(use_fp8_dispatch: bool) -> int:
-    """``sizeof(c10::Float8_e4m3fn)`` = 1 or ``sizeof(c10::BFloat16)`` = 2 (``EPB:595``)."""
-    if use_fp8_dispatch is True:
-        return 1
-    if use_fp8_dispatch is False:
-        return 2
-    return check_bool("use_fp8_dispatch", use_fp8_dispatch)
 
 
 def calculate_buffer_size(num_ranks: int, num_max_tokens_per_rank: int, hidden: int, num_topk: int,

@@ -22,6 +22,7 @@ The package, one concept per module:
 ``internode``     ``get_num_bytes_per_token``, the clean-meta ranges, internode token records
 ``normal_limits`` the limits of a normal-mode plan
 ``normal``        the ``deepep-v1`` report and summary
+``ll_formulas``   the low-latency layout's formulas on plain integers (slots, buffers, rounding)
 ``low_latency``   :class:`LowLatencyLayout`, ``get_low_latency_rdma_size_hint``, the token ceiling
 ``ll_report``     the ``deepep-ll`` report and summary
 ``limits``        limit rows and findings shared by both reports
@@ -36,7 +37,7 @@ that module needs), so ``epbuf hint --backend deepep-ll`` never imports the norm
 
 from __future__ import annotations
 
-from importlib import import_module
+from ..._lazy import exports
 
 # module -> the public names it defines (tests/test_deepep_v1.py checks this against each __all__).
 _EXPORTS = {
@@ -57,19 +58,6 @@ _EXPORTS = {
     "normal": ("report_normal", "summarize_normal"),
     "ll_report": ("report_low_latency", "summarize_low_latency"),
 }
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = [name for names in _EXPORTS.values() for name in names]
-
-
-def __getattr__(name: str):
-    """Load a public name from its module on first use (PEP 562)."""
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+# Each public name is loaded from its module on first use (PEP 562).
+__getattr__, __dir__ = exports(__name__, {name: module for module, names in _EXPORTS.items() for name in names})

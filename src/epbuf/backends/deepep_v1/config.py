@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ...errors import Checker, check_int
 from ..._record import Record
-from ...report import Buffer, Region
+from ...report import Buffer, Field, RecordLayout, Region
 from ...units import INT32_MAX, INT64_MAX, align, format_int
 from .constants import (BINDING_DEFAULT_CONFIG, DEFAULT_TOPK_IDX_BITS, FLOAT_BYTES, HINT_NUM_MAX_SCALES,
                         HINT_NUM_MAX_TOPK, INT4_BYTES, INT_BYTES, NUM_BUFFER_ALIGNMENT_BYTES, NUM_CHANNELS_PER_SM,
@@ -321,3 +321,35 @@ def _hint_buffer(name: str, v: Version, function: str, terms: tuple[int, ...], n
         regions.append(Region(name="alignment padding", num_bytes=rounded - total, num_bytes_used=0,
                               formula=f"round {format_int(total)} B up to a multiple of 128", source=source))
     return Buffer.combine(name, regions, "sum", NUM_BUFFER_ALIGNMENT_BYTES, source=source)
+
+
+# Per-token regions of the hints -> (field name, element count per slot or 0 for "one byte
+# each"); element type by (field, element size).
+_PER_SLOT_REGIONS = {
+    "hidden data": ("hidden", 0), "source meta": ("source_meta", 2), "top-k indices": ("topk_idx", HINT_NUM_MAX_TOPK),
+    "top-k weights": ("topk_weights", HINT_NUM_MAX_TOPK), "scales": ("scales", HINT_NUM_MAX_SCALES),
+    "int4 alignment per token": ("int4", 4), "int4 per token": ("int4", 4),
+}
+_DTYPES = {("topk_idx", 8): "int64", ("topk_idx", 4): "int32", ("topk_weights", 4): "float32",
+           ("scales", 4): "float32", ("source_meta", 4): "int32", ("int4", 4): "int32"}
+
+
+def hint_slot_records(name: str, buffer: Buffer) -> list[RecordLayout]:
+    """What a hint (:meth:`Config.nvl_buffer` / :meth:`Config.rdma_buffer`) reserves per token slot:
+    each per-token region divided by the slot count (the source-meta region holds 8 B per slot);
+    ``[]`` when there are no slots. Not a memory layout: the kernels keep the fields in separate
+    arrays per channel. UCCL-EP's hints are these (its report reads this through ``_deepep``)."""
+    by_name = {r.name: r for r in buffer.regions}
+    slots = by_name["source meta"].num_bytes // SOURCE_META_BYTES if "source meta" in by_name else 0
+    if slots == 0:
+        return []
+    fields, offset = [], 0
+    for r in buffer.regions:
+        if r.name in _PER_SLOT_REGIONS:
+            field_name, count = _PER_SLOT_REGIONS[r.name]
+            size = r.num_bytes // slots
+            count = count or size
+            fields.append(Field(name=field_name, offset=offset, num_bytes=size, count=count,
+                                dtype=_DTYPES.get((field_name, size // count), "uint8")))
+            offset += size
+    return [RecordLayout.from_fields(name, offset, fields, view="hint budget per token slot, not a memory layout")]

@@ -1,8 +1,7 @@
-"""What both V1 reports share: limits defined once as rows, their findings, the upstream line.
+"""What both V1 reports share: limits defined once as rows (turned into checks and findings by
+:mod:`epbuf.backends._limits`, as in every backend), the upstream line.
 
-A limit is a row ``(name, value, relation, bound, ok, source, enforced)``. The reports turn
-rows into :class:`~epbuf.report.LimitCheck` records and an ``error`` finding per broken one;
-the summaries (the sweep's fast paths) read the names of the broken rows, so a report and
+The summaries (the sweep's fast paths) read the names of the broken rows, so a report and
 its summary cannot disagree. This is how a plan upstream's size functions accept but a later
 step refuses is answered: the sizes, the limit with ``ok=False`` and the assertion's ``file:line``.
 """
@@ -11,32 +10,14 @@ from __future__ import annotations
 
 from ...errors import InvalidArgumentError, Problem
 from ...plan import Plan
-from ...report import Finding, LimitCheck
-from ...units import INT32_MAX, format_int
+from ...report import Finding
+from ...units import INT32_MAX
+from .._limits import LimitRow, limit_checks, limit_findings
 from .constants import INT4_BYTES
 from .versions import Version
 
 __all__ = ["LimitRow", "limit_checks", "limit_findings", "set_name", "in_row", "upstream_line", "unmerged_finding",
            "check_plan", "passes_int4_check"]
-
-LimitRow = tuple[str, int, str, int, bool, str, str]
-
-
-def limit_checks(rows: list[LimitRow] | tuple[LimitRow, ...]) -> list[LimitCheck]:
-    return [LimitCheck(name=n, value=value, relation=r, bound=b, ok=ok, source=src, enforced=e)
-            for n, value, r, b, ok, src, e in rows]
-
-
-def limit_findings(prefix: str, limits: list[LimitCheck] | tuple[LimitCheck, ...]) -> list[Finding]:
-    """One ``error`` finding (code ``<prefix>.limit``) per broken limit, naming its source."""
-    return [
-        Finding(severity="error", code=f"{prefix}.limit",
-                message=f"{lim.name} = {format_int(lim.value)} breaks {lim.relation} {format_int(lim.bound)} "
-                        f"({lim.source})",
-                data={"limit": lim.name, "value": lim.value, "bound": lim.bound})
-        for lim in limits if not lim.ok
-    ]
-
 
 def set_name(name: str, allowed: tuple[int, ...]) -> str:
     """The name of a set-membership limit: the set is part of it."""

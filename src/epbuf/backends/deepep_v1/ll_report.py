@@ -20,8 +20,8 @@ from .constants import (BF16_BYTES, BF162_BYTES, FLOAT_BYTES, INT4_BYTES, INT_BY
                         NUM_BUFFER_ALIGNMENT_BYTES, NUM_MAX_NVL_PEERS, NUM_WORKSPACE_BYTES)
 from .limits import (LimitRow, check_plan, in_row, limit_checks, limit_findings, passes_int4_check, set_name,
                      unmerged_finding, upstream_line)
-from .low_latency import (LowLatencyLayout, ROUNDING_BLOCK, hint_round_up, layout_problems, max_low_latency_tokens,
-                          rdma_buffer, send_recv, slots, span_rows)
+from .ll_formulas import ROUNDING_BLOCK, hint_round_up, layout_problems, send_recv, slots, span_rows
+from .low_latency import LowLatencyLayout, max_low_latency_tokens, rdma_buffer
 from .versions import Version, get_version, topk_idx_bytes
 
 __all__ = ["report_low_latency", "summarize_low_latency"]
@@ -178,7 +178,7 @@ def report_low_latency(plan) -> Report:
                     f"rejects more than {format_int(MAX_NUM_BYTES_INT4_CHECK)} B (num_rdma_bytes / 16 < INT_MAX)",
             data={"limit": MAX_NUM_BYTES_INT4_CHECK}))
     findings += unmerged_finding(v)
-    findings += limit_findings("deepep-ll", limits)
+    findings += limit_findings("deepep-ll.limit", limits)
 
     element_size = 1 if message_fp8 else BF16_BYTES
     quantities = [

@@ -15,11 +15,12 @@ from functools import lru_cache
 
 from ..._record import Record
 from ...errors import Checker, InvalidArgumentError
-from ...report import Buffer, Field, Finding, Quantity, RecordLayout, Report, Summary, summary_of
+from ...report import Finding, Quantity, Report, Summary, summary_of
 from ...units import format_int
-from .config import Config
+from .._shape_cache import shape_cache
+from .config import Config, hint_slot_records
 from .constants import (BF16_BYTES, DEFAULT_NUM_SMS, HINT_NUM_MAX_SCALES, HINT_NUM_MAX_TOPK, NORMAL_NUM_MAX_RANKS,
-                        NUM_MAX_NVL_PEERS, NUM_WORKSPACE_BYTES, SOURCE_META_BYTES)
+                        NUM_MAX_NVL_PEERS, NUM_WORKSPACE_BYTES)
 from .internode import internode_records
 from .limits import check_plan, limit_checks, limit_findings, unmerged_finding, upstream_line
 from .normal_limits import normal_limit_rows
@@ -63,36 +64,6 @@ def _validate(v: Version, ranks: int, num_sms: int | None, config: object, bits:
                                          f"{v.cite('CFG', '59, 85')})")
     c.raise_if_any()
     return idx_bytes, config
-
-
-# Per-token regions of the hints -> (field name, element count per slot or 0 for "one byte
-# each"); element type by (field, element size).
-_PER_SLOT_REGIONS = {
-    "hidden data": ("hidden", 0), "source meta": ("source_meta", 2), "top-k indices": ("topk_idx", HINT_NUM_MAX_TOPK),
-    "top-k weights": ("topk_weights", HINT_NUM_MAX_TOPK), "scales": ("scales", HINT_NUM_MAX_SCALES),
-    "int4 alignment per token": ("int4", 4), "int4 per token": ("int4", 4),
-}
-_DTYPES = {("topk_idx", 8): "int64", ("topk_idx", 4): "int32", ("topk_weights", 4): "float32",
-           ("scales", 4): "float32", ("source_meta", 4): "int32", ("int4", 4): "int32"}
-
-
-def _hint_slot_records(name: str, buffer: Buffer) -> list[RecordLayout]:
-    """What the hint reserves per token slot: each per-token region divided by the slot count
-    (the source-meta region holds 8 B per slot). None when there are no slots."""
-    by_name = {r.name: r for r in buffer.regions}
-    slots = by_name["source meta"].num_bytes // SOURCE_META_BYTES if "source meta" in by_name else 0
-    if slots == 0:
-        return []
-    fields, offset = [], 0
-    for r in buffer.regions:
-        if r.name in _PER_SLOT_REGIONS:
-            field_name, count = _PER_SLOT_REGIONS[r.name]
-            size = r.num_bytes // slots
-            count = count or size
-            fields.append(Field(name=field_name, offset=offset, num_bytes=size, count=count,
-                                dtype=_DTYPES.get((field_name, size // count), "uint8")))
-            offset += size
-    return [RecordLayout.from_fields(name, offset, fields, view="hint budget per token slot, not a memory layout")]
 
 
 class _Normal(Record):
@@ -140,9 +111,9 @@ def _core(version: str | None, ranks: int, num_ranks_per_node: int | None, hidde
     nvl_key = max(nvl, key=lambda k: nvl[k].num_bytes)
     rdma_key = max(rdma, key=lambda k: rdma[k].num_bytes)
     nvl_buffer, rdma_buffer = nvl[nvl_key], rdma[rdma_key]
-    records = _hint_slot_records("NVL hint slot", nvl_buffer)
+    records = hint_slot_records("NVL hint slot", nvl_buffer)
     if ranks > NUM_MAX_NVL_PEERS:
-        records += _hint_slot_records("RDMA hint slot", rdma_buffer)
+        records += hint_slot_records("RDMA hint slot", rdma_buffer)
         records += internode_records(hidden, fp8, topk)
     ranks_per_node = num_ranks_per_node if num_ranks_per_node is not None else min(ranks, NUM_MAX_NVL_PEERS)
     limits = tuple(limit_checks(normal_limit_rows(v, ranks, ranks_per_node, topk, routed + redundant, hidden, fp8,
@@ -155,13 +126,6 @@ def _core(version: str | None, ranks: int, num_ranks_per_node: int | None, hidde
                    summary=summary)
 
 
-@lru_cache(maxsize=16384)
-def _summary(*key) -> Summary | InvalidArgumentError:
-    """The summary of :func:`_core` (or its error), kept longer than the core."""
-    core = _core(*key)
-    return core.summary if isinstance(core, _Normal) else core
-
-
 def _key(plan) -> tuple:
     """The plan fields normal mode reads, in :func:`_core`'s order (no token count)."""
     return (plan.version, plan.num_ranks, plan.num_ranks_per_node, plan.hidden, plan.use_fp8_dispatch,
@@ -169,19 +133,8 @@ def _key(plan) -> tuple:
             plan.num_topk_idx_bits)
 
 
-def _cached(plan, cached=_core):
-    """``cached(*_key(plan))`` (:func:`_core` or :func:`_summary`); raises the plan's error."""
-    check_plan(plan)
-    key = _key(plan)
-    try:
-        result = cached(*key)
-    except TypeError:  # an unhashable version / deepep_config, which the checks reject: not cached
-        result = _core.__wrapped__(*key)
-        if isinstance(result, _Normal) and cached is _summary:
-            result = result.summary
-    if isinstance(result, InvalidArgumentError):
-        raise InvalidArgumentError(result.problems)
-    return result
+#: ``_cached(plan)``: :func:`_core` for ``plan``; ``_cached(plan, _summary)``: its summary, kept longer.
+_cached, _summary = shape_cache(_core, _key, check_plan)
 
 
 def report_normal(plan) -> Report:
@@ -235,7 +188,7 @@ def report_normal(plan) -> Report:
                                 message="num_topk = 0 (unspecified): the internode token records show no top-k fields",
                                 data={}))
     findings += unmerged_finding(v)
-    findings += limit_findings("deepep-v1", limits)
+    findings += limit_findings("deepep-v1.limit", limits)
 
     first = next(iter(configs.values()))
     by_name = {r.name: r.num_bytes for r in records}

@@ -11,9 +11,10 @@ functions (:mod:`.sizes`) and :class:`TokenLayout` both read it.
 from __future__ import annotations
 
 from ..._record import Record
+from .._v2_and_ascend import RankTokenBuffer
 from ...errors import InvalidArgumentError, Problem, check_bool, check_int
 from ...report import Field, RecordLayout
-from ...units import INT32_MAX, align
+from ...units import align
 from .constants import (DTYPE_BYTES, LINKED_LIST_IDX_BYTES, MBARRIER_BYTES, NUM_RDMA_ALIGNMENT_BYTES,
                         NUM_TMA_ALIGNMENT_BYTES, SF_PACK_BYTES, SRC_IDX_BYTES, TOPK_IDX_BYTES, TOPK_WEIGHT_BYTES)
 
@@ -205,37 +206,20 @@ def check_record(token_layout: TokenLayout, with_mbarrier: bool = False) -> list
     return problems
 
 
-class BufferLayout(Record):
+class BufferLayout(RankTokenBuffer):
     """``num_ranks`` x ``num_max_tokens_per_rank`` records, packed (``BufferLayout<false>``,
-    ``layout.cuh:251-311 @dd758ca``, ``token.cuh:84-144 @1a1ffba``)."""
+    ``layout.cuh:251-311 @dd758ca``, ``token.cuh:84-144 @1a1ffba``); slot offsets as
+    ``get_rank_buffer(rank_idx).get_token_buffer(token_idx)``."""
 
     token_layout: TokenLayout
-    num_ranks: int
-    num_max_tokens_per_rank: int
-
-    def __post_init__(self) -> None:
-        ranks, tokens = self.num_ranks, self.num_max_tokens_per_rank
-        if not (type(ranks) is int and type(tokens) is int and 0 <= ranks <= INT32_MAX and 0 <= tokens <= INT32_MAX
-                and type(self.token_layout) is TokenLayout):
-            check_int("num_ranks", ranks, 0, INT32_MAX, "an int upstream")
-            check_int("num_max_tokens_per_rank", tokens, 0, INT32_MAX, "an int upstream")
-            raise InvalidArgumentError([Problem("token_layout", self.token_layout, "must be a deepep_v2.TokenLayout")])
+    _token_layout_type = TokenLayout
+    _token_layout_name = "a deepep_v2.TokenLayout"
 
     @property
     def num_bytes_per_token(self) -> int:
         return self.token_layout.num_bytes(False)
 
     @property
-    def num_bytes_per_rank(self) -> int:
-        return self.num_max_tokens_per_rank * self.num_bytes_per_token
-
-    @property
     def num_bytes(self) -> int:
         """``get_num_bytes`` (int64 upstream): ranks x tokens x record bytes."""
         return self.num_bytes_per_rank * self.num_ranks
-
-    def slot_offset(self, rank_idx: int, token_idx: int) -> int:
-        """Byte offset of ``get_rank_buffer(rank_idx).get_token_buffer(token_idx)``."""
-        if not (0 <= rank_idx < self.num_ranks and 0 <= token_idx < self.num_max_tokens_per_rank):
-            raise IndexError(f"slot ({rank_idx}, {token_idx}) outside {self.num_ranks} x {self.num_max_tokens_per_rank}")
-        return rank_idx * self.num_bytes_per_rank + token_idx * self.num_bytes_per_token

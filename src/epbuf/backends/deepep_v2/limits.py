@@ -16,7 +16,9 @@ reads the names of the failed ones.
 from __future__ import annotations
 
 from ...report import Finding, LimitCheck
-from ...units import INT32_MAX, INT64_MAX, ceil_div, format_int
+from ...units import INT32_MAX, INT64_MAX, ceil_div
+from .._limits import limit_checks
+from .._limits import limit_findings as broken_limit_findings
 from .constants import (COMBINE_HIDDEN_GRANULARITY, NUM_MAX_CHANNELS, NUM_MAX_EXPERTS, NUM_MAX_RANKS,
                         NUM_MAX_SCALEOUT_RANKS_KERNEL, NUM_MAX_SCALEUP_RANKS_KERNEL, NUM_MAX_TOPK, NUM_NOTIFY_WARPS,
                         NUM_TMA_ALIGNMENT_BYTES, SF_PACK_BYTES)
@@ -104,8 +106,7 @@ def limit_rows(shape, tokens: int, hint_bytes: int) -> tuple:
 
 
 def limits(shape, tokens: int, hint_bytes: int) -> list[LimitCheck]:
-    return [LimitCheck(name=n, value=v, relation=r, bound=b, ok=ok, source=src, enforced=e)
-            for n, v, r, b, ok, src, e in limit_rows(shape, tokens, hint_bytes)]
+    return limit_checks(limit_rows(shape, tokens, hint_bytes))
 
 
 # Why a broken limit refuses the plan, by where upstream enforces it.
@@ -117,10 +118,4 @@ _CONSEQUENCE = {
 
 def limit_findings(checks: list[LimitCheck]) -> list[Finding]:
     """One ``deepep-v2.kernel-limit`` error finding per broken limit (kernel or host: see ``enforced``)."""
-    return [
-        Finding(severity="error", code="deepep-v2.kernel-limit",
-                message=(f"{lim.name} = {format_int(lim.value)} breaks {lim.relation} {format_int(lim.bound)} "
-                         f"({lim.source}); {_CONSEQUENCE[lim.enforced]}"),
-                data={"limit": lim.name, "value": lim.value, "bound": lim.bound, "enforced": lim.enforced})
-        for lim in checks if not lim.ok
-    ]
+    return broken_limit_findings("deepep-v2.kernel-limit", checks, _CONSEQUENCE)

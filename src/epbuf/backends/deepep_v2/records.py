@@ -8,8 +8,9 @@ function checks its arguments (negative, float, NaN, string or bool values raise
 
 from __future__ import annotations
 
-from ...errors import Checker, check_bool, check_int
+from ...errors import Checker, check_int
 from ...units import INT32_MAX, ceil_div
+from .._v2_and_ascend import element_size
 from .constants import (FP8_BLOCK_SIZE, HINT_SF_GRANULARITY, NUM_DEFAULT_TOPK, NUM_MAX_TOPK, NUM_TMA_ALIGNMENT_BYTES,
                         SF_PACK_BYTES)
 from .layout import TokenLayout
@@ -34,15 +35,6 @@ def effective_topk(num_topk: int) -> int:
     if not (type(num_topk) is int and 0 <= num_topk <= INT32_MAX):
         check_int("num_topk", num_topk, 0, INT32_MAX, "0 means 32")
     return NUM_DEFAULT_TOPK if num_topk == 0 else num_topk
-
-
-def element_size(use_fp8_dispatch: bool) -> int:
-    """``sizeof(__nv_fp8_e4m3)`` = 1 or ``sizeof(nv_bfloat16)`` = 2 (``buffer.hpp:671 @dd758ca``)."""
-    if use_fp8_dispatch is True:
-        return 1
-    if use_fp8_dispatch is False:
-        return 2
-    return check_bool("use_fp8_dispatch", use_fp8_dispatch)
 
 
 def hint_num_sf_packs(hidden: int, use_fp8_dispatch: bool) -> int:

@@ -8,7 +8,9 @@ MORI-shmem heap it carves from. Modules:
 * :mod:`.env` — ``MORI_SHMEM_HEAP_SIZE``, ``MORI_SHMEM_MODE``, ``MORI_EP_COMM``, ``MORI_FP8_COMBINE_SCALE_DIM``
 * :mod:`.sizes` — ``initialize_shmem_buf`` ... ``initialize_barrier``: every buffer, in order
 * :mod:`.limits` — the limits as rows
-* :mod:`.report` — ``report(plan)`` and the fast ``summarize(plan)``
+* :mod:`.handle` — ``plan_config(plan)``: the config vLLM passes; where the symmetric buffers are carved
+* :mod:`.report` — ``report(plan)`` (findings with several numbers in :mod:`.findings`)
+* :mod:`.summary` — the fast ``summarize(plan)`` sweeps call
 
 >>> from epbuf.plan import Plan
 >>> rep = report(Plan(hidden=7168, num_topk=8, num_experts=256, num_ranks=8, num_max_tokens_per_rank=4096))
@@ -19,11 +21,13 @@ MORI-shmem heap it carves from. Modules:
 
 from .config import (BLOCKWISE_QUANT_TYPES, KERNEL_TYPES, QUANT_TYPES, EpDispatchCombineConfig, handle_config)
 from .env import DEFAULT_STATIC_HEAP_NUM_BYTES, ShmemSettings, parse_size_string, shmem_settings
+from .handle import plan_config
 from .limits import limit_rows
-from .report import plan_config, report, summarize
+from .report import report
 from .sizes import (cco_arena_num_bytes, cco_arena_usage, handle_allocations, initialize_barrier,
                     initialize_order_map_buf, initialize_shmem_buf, initialize_token_num_signal_buf,
                     metadata_num_bytes, static_heap_usage)
+from .summary import summarize
 from .versions import DEFAULT_VERSION, UPSTREAM, VERSIONS
 
 __all__ = [

@@ -1,7 +1,7 @@
 """MORI-EP's limits, each one row ``(name, value, relation, bound, ok, source, enforced)``.
 
 Defined once here; :func:`epbuf.backends.mori_ep.report.report` turns the rows into
-``LimitCheck`` records and error findings, :func:`~epbuf.backends.mori_ep.report.summarize`
+``LimitCheck`` records and error findings, :func:`~epbuf.backends.mori_ep.summary.summarize`
 reads the names of the broken ones. ``enforced``: ``host`` (a check that raises or fails
 on the host), ``kernel`` (a device assertion: the JIT kernels are built with ``-O2`` and
 no ``-DNDEBUG``, ``python/mori/jit/core.py:114-118``), ``assumed`` (nothing checks it; the

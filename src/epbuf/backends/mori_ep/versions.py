@@ -9,9 +9,7 @@ combine staging; epbuf reproduces 624002c only.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-from ...errors import InvalidArgumentError, Problem
+from .._single_commit import citation, version_check, version_table
 
 __all__ = ["UPSTREAM", "COMMIT", "SHORT", "VERSIONS", "DEFAULT_VERSION", "ALIASES", "check_version", "src"]
 
@@ -19,13 +17,12 @@ COMMIT = "624002c897a30928ec04c14fc167bf2b8a93f6ce"
 SHORT = "624002c"
 UPSTREAM = "ROCm/mori @624002c (2026-08-21): src/ops/dispatch_combine/, src/shmem/"
 
-#: ``version`` id -> what it stands for.
-VERSIONS: dict[str, str] = {
-    SHORT: "ROCm/mori @624002c (2026-08-21): EpDispatchCombineHandle buffers for IntraNode, IntraNodeLL, "
-           "InterNode, InterNodeV1, InterNodeV1LL, AsyncLL; max_total_recv_tokens cap; blockwise FP8/FP4 combine; "
-           "MORI-shmem static heap, isolation mode and the CCO arena",
-}
-ALIASES: dict[str, str] = {COMMIT: SHORT, COMMIT[:8]: SHORT, "latest": SHORT}
+#: ``version`` id -> what it stands for; the full commit, its first 8 characters and "latest" as aliases.
+VERSIONS, ALIASES = version_table(
+    SHORT, COMMIT,
+    "ROCm/mori @624002c (2026-08-21): EpDispatchCombineHandle buffers for IntraNode, IntraNodeLL, "
+    "InterNode, InterNodeV1, InterNodeV1LL, AsyncLL; max_total_recv_tokens cap; blockwise FP8/FP4 combine; "
+    "MORI-shmem static heap, isolation mode and the CCO arena")
 DEFAULT_VERSION = SHORT
 
 # Upstream files (paths in ROCm/mori).
@@ -48,24 +45,5 @@ DEVTYPES = "include/mori/application/application_device_types.hpp"
 ENV = "include/mori/utils/env_utils.hpp"
 CMAKE = "CMakeLists.txt"
 
-
-@lru_cache(maxsize=None)
-def src(path: str, lines: str) -> str:
-    """``path:lines @624002c`` — the citation form every region, limit and finding uses (cached: sweeps
-    build every allocation row for every configuration)."""
-    return f"{path}:{lines} @{SHORT}"
-
-
-def check_version(version: object) -> str:
-    """The version id for ``version`` (``None``: the newest).
-
-    Raises:
-        InvalidArgumentError: an id that is neither in :data:`VERSIONS` nor in :data:`ALIASES`.
-    """
-    if version is None:
-        return DEFAULT_VERSION
-    if isinstance(version, str) and (version in VERSIONS or version in ALIASES):
-        return ALIASES.get(version, version)
-    raise InvalidArgumentError([Problem(
-        "version", version, f"unknown MORI-EP version; choose {', '.join(VERSIONS)} (aliases: "
-                            f"{', '.join(a for a in ALIASES if len(a) < 40)}, or the full commit)")])
+check_version = version_check("MORI-EP", VERSIONS, ALIASES, DEFAULT_VERSION)
+src = citation(SHORT)

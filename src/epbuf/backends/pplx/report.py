@@ -19,6 +19,7 @@ from functools import lru_cache
 from ...errors import InvalidArgumentError, Problem
 from ...report import Buffer, Field, Finding, LimitCheck, Quantity, RecordLayout, Region, Report, Summary
 from ...units import GiB, align, ceil_div, format_bytes, format_int
+from .._limits import limit_checks, limit_finding
 from .limits import limit_rows
 from .sizes import (BF16_BYTES, TOKEN_ALIGNMENT, internode_allocations, intranode_allocations, num_dp_groups,
                     num_local_experts, per_token_bytes)
@@ -218,8 +219,7 @@ def report(plan) -> Report:
     second = Buffer.combine("local buffers (cudaMalloc)", local, "sum", 1,
                             source=src(INTER, "36,71-76") if kernel == "internode" else src(INTRA, "63-64,100-136"))
 
-    limits = [LimitCheck(name=n, value=v, relation=r, bound=b, ok=ok, source=s, enforced=e)
-              for n, v, r, b, ok, s, e in _limits(args, plan.ranks_per_node)]
+    limits = limit_checks(_limits(args, plan.ranks_per_node))
     findings = _findings(plan, args, rows, first, limits)
     quantities = (
         Quantity(name="num_local_experts", value=local_experts, source=src("csrc/all_to_all/all_to_all.cpp", "21")),
@@ -287,8 +287,5 @@ def _findings(plan, args: dict, rows, first: Buffer, limits: list[LimitCheck]) -
             hint = (f" (hidden_dim_bytes = {format_int(args['hidden_dim_bytes'])}, hidden_dim_scale_bytes = "
                     f"{format_int(args['hidden_dim_scale_bytes'])}); vLLM rounds both byte counts up to 16 "
                     f"(pplx_hidden_dim_scale_bytes)")
-        out.append(Finding(severity="error", code="pplx.limit",
-                           message=(f"{lim.name} = {format_int(lim.value)} breaks {lim.relation} {format_int(lim.bound)} "
-                                    f"({lim.source}); {consequence}{hint}"),
-                           data={"limit": lim.name, "value": lim.value, "bound": lim.bound, "enforced": lim.enforced}))
+        out.append(limit_finding("pplx.limit", lim, consequence + hint))
     return out

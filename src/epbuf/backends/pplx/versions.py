@@ -6,9 +6,7 @@ Every formula in this package cites ``path:line`` in ``ppl-ai/pplx-kernels`` at
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-from ...errors import InvalidArgumentError, Problem
+from .._single_commit import citation, version_check, version_table
 
 __all__ = ["UPSTREAM", "COMMIT", "SHORT", "VERSIONS", "DEFAULT_VERSION", "ALIASES", "check_version", "src"]
 
@@ -16,12 +14,11 @@ COMMIT = "12cecfda252e4e646417ac263d96e994d476ee5d"
 SHORT = "12cecfd"
 UPSTREAM = "ppl-ai/pplx-kernels @12cecfd (2025-08-06): csrc/all_to_all/, src/pplx_kernels/all_to_all.py"
 
-#: ``version`` id -> what it stands for.
-VERSIONS: dict[str, str] = {
-    SHORT: "ppl-ai/pplx-kernels @12cecfd (2025-08-06): AllToAll.internode (NVSHMEM symmetric buffers) and "
-           "AllToAll.intranode (cudaMalloc buffers shared by CUDA IPC)",
-}
-ALIASES: dict[str, str] = {COMMIT: SHORT, COMMIT[:8]: SHORT, "latest": SHORT}
+#: ``version`` id -> what it stands for; the full commit, its first 8 characters and "latest" as aliases.
+VERSIONS, ALIASES = version_table(
+    SHORT, COMMIT,
+    "ppl-ai/pplx-kernels @12cecfd (2025-08-06): AllToAll.internode (NVSHMEM symmetric buffers) and "
+    "AllToAll.intranode (cudaMalloc buffers shared by CUDA IPC)")
 DEFAULT_VERSION = SHORT
 
 PY = "src/pplx_kernels/all_to_all.py"
@@ -36,23 +33,5 @@ INTRA_COMBINE = "csrc/all_to_all/intranode_combine.cu"
 CUDA_UTILS = "csrc/core/cuda_utils.h"
 UTILS = "csrc/core/utils.h"
 
-
-@lru_cache(maxsize=None)
-def src(path: str, lines: str) -> str:
-    """``path:lines @12cecfd`` (cached: sweeps build every allocation row per configuration)."""
-    return f"{path}:{lines} @{SHORT}"
-
-
-def check_version(version: object) -> str:
-    """The version id for ``version`` (``None``: the newest).
-
-    Raises:
-        InvalidArgumentError: an id that is neither in :data:`VERSIONS` nor in :data:`ALIASES`.
-    """
-    if version is None:
-        return DEFAULT_VERSION
-    if isinstance(version, str) and (version in VERSIONS or version in ALIASES):
-        return ALIASES.get(version, version)
-    raise InvalidArgumentError([Problem(
-        "version", version, f"unknown pplx-kernels version; choose {', '.join(VERSIONS)} (aliases: "
-                            f"{', '.join(a for a in ALIASES if len(a) < 40)}, or the full commit)")])
+check_version = version_check("pplx-kernels", VERSIONS, ALIASES, DEFAULT_VERSION)
+src = citation(SHORT)

@@ -14,7 +14,9 @@ messages without the LogFMT term). What is UCCL-EP's own lives here:
 * :mod:`.memory` — every other allocation per GPU, device or pinned host (proxy FIFOs,
   atomic buffer, workspace, D2H handles, counters);
 * :mod:`.limits` — constructor and launch limits as rows;
-* :mod:`.report` — the reports and the fast summaries.
+* :mod:`.normal` — ``report_normal`` (``uccl-ep``) and its fast summary; :mod:`.ll_report` —
+  ``report_low_latency`` (``uccl-ll``) and its fast summary; :mod:`.report_parts` — what both share
+  (:mod:`.report` re-exports the four).
 
 >>> from epbuf.backends import uccl_ep
 >>> uccl_ep.get_low_latency_rdma_size_hint(128, 7168, 16, 256)
@@ -34,9 +36,10 @@ from .config import (
     rdma_buffer,
     supported_num_ranks,
 )
+from .ll_report import report_low_latency, summarize_low_latency
 from .low_latency import LowLatencyLayout, Span, get_low_latency_rdma_size_hint
 from .memory import num_d2h_channels
-from .report import report_low_latency, report_normal, summarize_low_latency, summarize_normal
+from .normal import report_normal, summarize_normal
 from .versions import DEFAULT_VERSION, UPSTREAM, VERSIONS, Version, get_version, list_versions
 
 __all__ = [

@@ -2,8 +2,9 @@
 
 UCCL-EP keeps DeepEP V1's sizing code: ``ep/include/ep_config.hpp`` starts its ``Config`` and
 ``LowLatencyLayout`` with the comment ``// thirdparty/DeepEP/csrc/config.hpp``. epbuf therefore
-*reuses* DeepEP V1's formulas instead of copying them, through its public names only, all
-here (so one module adapts when DeepEP V1's API changes):
+*reuses* DeepEP V1's formulas instead of copying them, all through this module (so one module
+adapts when DeepEP V1's API changes): its public names, plus ``slot_grid`` and ``hint_round_up``
+of its low-latency modules and ``hint_slot_records`` of its config module:
 
 * normal mode: ``Config`` (same constructor rules, ``ep_config.hpp:32-58``) and its
   ``nvl_buffer`` / ``rdma_buffer`` at :data:`NORMAL_VERSION`. UCCL's hints
@@ -15,18 +16,21 @@ here (so one module adapts when DeepEP V1's API changes):
   layout as of ``ll4`` (42253d0, 2025-07-29): dispatch slot ``16 + max(2H, H + 4 H/128)``,
   combine slot ``2H`` *without* the ``4 H/128`` LogFMT term DeepEP added in ``c5facf5``
   (``ll5``), signaling buffers of ``4E`` bytes aligned to 128 and placed first, hint
-  ``((total + 128) / 128) * 128``. The per-expert-batching build differs; that
-  difference lives in :mod:`.low_latency`.
+  ``((total + 128) / 128) * 128`` (:data:`hint_round_up`, which the per-expert-batching build
+  rounds with too). The per-expert-batching build differs; that difference lives in
+  :mod:`.low_latency`.
 """
 
 from __future__ import annotations
 
 from ...errors import InvalidArgumentError, Problem
 from .. import deepep_v1 as _v1
+from ..deepep_v1.config import hint_slot_records  # what each token slot of a normal-mode hint reserves
+from ..deepep_v1.ll_formulas import hint_round_up  # ((total + 128) / 128) * 128, ep_config.hpp:324-326 as DeepEP's
 
 __all__ = ["NORMAL_VERSION", "LL_VERSION", "LL_VERSION_NEWEST", "Config", "make_config", "nvl_buffer",
            "rdma_buffer", "get_hidden_bytes", "ll_layout", "ll_hint", "deepep_ll_hint", "deepep_ll_max_bytes",
-           "slot_grid"]
+           "slot_grid", "hint_round_up", "hint_slot_records"]
 
 NORMAL_VERSION = "v1.2.1"  # DeepEP V1 version whose normal-mode hints UCCL's Config reproduces
 LL_VERSION = "ll4"  # DeepEP V1 version whose LowLatencyLayout UCCL's default build reproduces

@@ -25,6 +25,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..._record import Record
+from .._span import Span  # a named byte range of the RDMA buffer or of the atomic buffer
 from ...errors import Checker, check_bool, check_int
 from ...report import Field, RecordLayout
 from ...units import INT32_MAX, align, format_int
@@ -43,27 +44,14 @@ NUM_BUFFER_SETS = 2  # buffers[0] / buffers[1] (ep_config.hpp:170, 286)
 _CFG = "include/ep_config.hpp"
 
 
-class Span(Record):
-    """A named byte range of the RDMA buffer (or of the atomic buffer)."""
-
-    name: str
-    offset: int
-    num_bytes: int
-
-    @property
-    def end(self) -> int:
-        return self.offset + self.num_bytes
-
-
 @lru_cache(maxsize=4096)
 def _deepep_layout(tokens: int, hidden: int, num_ranks: int, num_experts: int):
     return _deepep.ll_layout(tokens, hidden, num_ranks, num_experts)
 
 
-def hint_round_up(total_bytes: int) -> int:
-    """``((num_bytes + 128) / 128) * 128`` (``ep_config.hpp:324-326``): the next multiple of 128
-    strictly above, so an aligned total gets a whole extra block (as DeepEP's)."""
-    return (total_bytes + NUM_BUFFER_ALIGNMENT_BYTES) // NUM_BUFFER_ALIGNMENT_BYTES * NUM_BUFFER_ALIGNMENT_BYTES
+#: ``((num_bytes + 128) / 128) * 128`` (``ep_config.hpp:324-326``): DeepEP V1's rounding of the hint, the
+#: next multiple of 128 strictly above, so an aligned total gets a whole extra block.
+hint_round_up = _deepep.hint_round_up
 
 
 class LowLatencyLayout(Record):
