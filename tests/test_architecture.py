@@ -179,7 +179,8 @@ def test_python_m_epbuf_and_the_console_entry_point():
 
 
 def _readme_layout() -> str:
-    text = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
+    # The README beside the tests, not beside the package: CI installs epbuf into site-packages.
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     section = text.split("## Layout of the code", 1)[1]
     return section.split("```", 2)[1]
 
