@@ -1,8 +1,8 @@
 """BF16 as bit patterns in numpy (numpy has no bfloat16): exact widening to float32 and
 round-to-nearest-even narrowing, as c10's scalar ``BFloat16`` conversions do.
 
-Kept apart from :mod:`epbuf.codec.fp8` (which re-exports both) so the array back-ends of
-:mod:`epbuf.codec._arrays` can use them without an import cycle.
+Kept apart from :mod:`epbuf.codec.fp8` (which re-exports both) so the numpy back-end,
+:mod:`epbuf.codec._numpy_ops`, can use them without an import cycle.
 """
 
 from __future__ import annotations
