@@ -14,6 +14,8 @@ Needs torch for :class:`Buffer` (``pip install 'epbuf[torch]'``) and numpy for b
 
 from __future__ import annotations
 
+from .._lazy import exports
+
 _EXPORTS = {
     "Buffer": "distributed", "Simulator": "simulate",
     "RuntimeLayout": "_layout", "Handle": "_results", "DispatchResult": "_results", "CombineResult": "_results",
@@ -22,15 +24,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'epbuf.runtime' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = exports(__name__, _EXPORTS)
