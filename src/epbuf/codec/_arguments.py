@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..errors import ArgumentProblem as Problem
 from ..errors import EpbufError, InvalidArgumentError
 from ..report import Field
+from ._arrays import describe
 from ._dtypes import NUMERIC_DTYPES, field_dtype
 
 __all__ = ["CodecError", "dtype_and_count", "field_bytes", "split_rows", "num_tokens_of", "TargetSlots",
@@ -22,8 +23,7 @@ def _shape(value) -> tuple:
 
 
 def _problem(field: Field, value, ops, why: str) -> InvalidArgumentError:
-    described = f"{ops.dtype_name(value)} {list(_shape(value))}"
-    return InvalidArgumentError([Problem(field.name, described,
+    return InvalidArgumentError([Problem(field.name, describe(ops, value),
                                          f"the record field is {field.dtype} x {field.count} = {field.num_bytes} B per "
                                          f"token; {why}")])
 
@@ -127,6 +127,6 @@ class TargetSlots:
 
 def check_buffer(buffer, ops) -> int:
     if not ops.check_flat_bytes(buffer):
-        raise InvalidArgumentError([Problem("buffer", f"{ops.dtype_name(buffer)} {list(_shape(buffer))}",
+        raise InvalidArgumentError([Problem("buffer", describe(ops, buffer),
                                             "must be a contiguous 1-D uint8 array")])
     return ops.length(buffer)

@@ -16,7 +16,7 @@ from ._dtypes import FIELD_DTYPES, NUMERIC_DTYPES, field_dtype
 from ._numpy_ops import NumpyOps
 from ._torch_ops import TorchOps
 
-__all__ = ["ops_for", "numpy_ops", "torch_ops", "FIELD_DTYPES", "NUMERIC_DTYPES", "field_dtype"]
+__all__ = ["ops_for", "numpy_ops", "torch_ops", "describe", "FIELD_DTYPES", "NUMERIC_DTYPES", "field_dtype"]
 
 _OPS: dict[str, object] = {}
 
@@ -47,3 +47,8 @@ def ops_for(*values: object, argument: str = "buffer"):
         raise InvalidArgumentError([Problem(argument, type(value).__name__,
                                             "must be a numpy.ndarray or a torch.Tensor")])
     return numpy_ops()
+
+
+def describe(ops, value) -> str:
+    """``value``'s dtype and shape as an error message shows them: ``bfloat16 [3, 128]``."""
+    return f"{ops.dtype_name(value)} {[int(d) for d in value.shape]}"

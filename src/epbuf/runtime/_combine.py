@@ -4,7 +4,8 @@ place each partial at its slot ``(k, i)`` and sum the rows in ``ordered_accumula
 
 from __future__ import annotations
 
-from ._rank import RankBase, argument_error, describe, numpy_module
+from ..codec._arrays import describe
+from ._rank import RankBase, argument_error, numpy_module
 from ._results import CombineResult, CombineSend, Handle
 
 __all__ = ["CombineSteps"]

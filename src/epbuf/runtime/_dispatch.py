@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ..codec._arrays import describe
 from ..codec.record_slots import RecordSlots
 from ..errors import ArgumentProblem, InvalidArgumentError
-from ._rank import RankBase, argument_error, describe, numpy_module
+from ._rank import RankBase, argument_error, numpy_module
 from ._results import DispatchResult, DispatchSend, Handle
 
 __all__ = ["DispatchSteps"]

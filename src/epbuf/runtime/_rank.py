@@ -17,7 +17,7 @@ from ..codec.record_slots import RecordSlots
 from ..errors import ArgumentProblem, EpbufError, InvalidArgumentError
 from ._layout import RuntimeLayout
 
-__all__ = ["PeerError", "RankBase"]
+__all__ = ["PeerError", "RankBase", "argument_error", "numpy_module"]
 
 
 class PeerError(EpbufError):
@@ -26,10 +26,6 @@ class PeerError(EpbufError):
 
 def argument_error(argument: str, value: object, allowed: str) -> InvalidArgumentError:
     return InvalidArgumentError([ArgumentProblem(argument, value, allowed)])
-
-
-def describe(ops, value) -> str:
-    return f"{ops.dtype_name(value)} {[int(d) for d in value.shape]}"
 
 
 class RankBase:
