@@ -4,8 +4,8 @@ place each partial at its slot ``(k, i)`` and sum the rows in ``ordered_accumula
 
 from __future__ import annotations
 
-from ..codec._arrays import describe
-from ._rank import RankBase, argument_error, numpy_module
+from ..codec._arrays import describe, numpy_ops
+from ._rank import RankBase, argument_error
 from ._results import CombineResult, CombineSend, Handle
 
 __all__ = ["CombineSteps"]
@@ -131,7 +131,7 @@ class CombineSteps(RankBase):
         only in the sign of a zero sum), one pass less. A zeroed slot adds +0.0, which changes
         no such sum."""
         lay, ops = self.layout, self.ops
-        np = numpy_module()
+        np = numpy_ops().np
         record = lay.combine.record
         stride, tokens, rows = record.num_bytes, lay.num_max_tokens_per_rank, lay.combine.rows
         with_weights = prepared.with_weights

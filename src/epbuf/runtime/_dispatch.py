@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..codec._arrays import describe
+from ..codec._arrays import describe, numpy_ops
 from ..codec.record_slots import RecordSlots
 from ..errors import ArgumentProblem, InvalidArgumentError
-from ._rank import RankBase, argument_error, numpy_module
+from ._rank import RankBase, argument_error
 from ._results import DispatchResult, DispatchSend, Handle
 
 __all__ = ["DispatchSteps"]
@@ -79,7 +79,7 @@ class DispatchSteps(RankBase):
         them straight into its own row of the dispatch region."""
         x, sf = self.check_dispatch(x, topk_idx, topk_weights)
         lay, ops = self.layout, self.ops
-        np = numpy_module()
+        np = numpy_ops().np
         num_ranks, num_tokens = lay.num_ranks, int(x.shape[0])
         host_idx = ops.to_numpy(topk_idx).astype(np.int64)
         experts_per_rank = lay.num_experts // num_ranks
@@ -181,7 +181,7 @@ class DispatchSteps(RankBase):
         write this rank's own records into its row unless ``self_packed``, and read every
         received record back in ``src_token_global_idx`` order (one gather per field)."""
         lay, ops = self.layout, self.ops
-        np = numpy_module()
+        np = numpy_ops().np
         tokens = lay.num_max_tokens_per_rank
         stride = lay.dispatch.record.num_bytes
         total = int(recv_counts.sum())
@@ -221,5 +221,5 @@ class DispatchSteps(RankBase):
 @lru_cache(maxsize=64)
 def _later(num_topk: int):
     """``[1, k, k]`` booleans: slot ``j2`` comes after slot ``j``."""
-    np = numpy_module()
+    np = numpy_ops().np
     return np.triu(np.ones((num_topk, num_topk), dtype=bool), 1)[None]

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import zlib
 
-from ..codec._arrays import ops_for
+from ..codec._arrays import numpy_ops, ops_for
 from ..codec.record_slots import RecordSlots
 from ..errors import ArgumentProblem, EpbufError, InvalidArgumentError
 from ._layout import RuntimeLayout
 
-__all__ = ["PeerError", "RankBase", "argument_error", "numpy_module"]
+__all__ = ["PeerError", "RankBase", "argument_error"]
 
 
 class PeerError(EpbufError):
@@ -102,7 +102,7 @@ class RankBase:
     def count_rows(self, counts, fingerprint: int):
         """The per-peer ``[count, fingerprint]`` rows this rank sends in the count exchange;
         ``counts=None`` (a rank that refused its input) sends ``-1`` so its peers stop too."""
-        np = numpy_module()
+        np = numpy_ops().np
         rows = np.zeros((self.layout.num_ranks, 2), dtype=np.int64)
         rows[:, 0] = -1 if counts is None else counts
         rows[:, 1] = fingerprint
@@ -130,14 +130,3 @@ class RankBase:
     def _first_row(self, bypass: bool) -> int:
         """The first row the exchange fills: 0, or 1 for rank 0 when its own records skip it."""
         return 1 if bypass and self.rank == 0 else 0
-
-
-_NP: list = []
-
-
-def numpy_module():
-    if not _NP:
-        from ..codec._arrays import numpy_ops
-
-        _NP.append(numpy_ops().np)
-    return _NP[0]
