@@ -1,13 +1,14 @@
 """The array operations of :mod:`epbuf.codec._arrays` on numpy arrays (host memory; the
 ``epbuf[codec]`` extra): BF16 as uint16 bit patterns, FP8 as uint8 codes (:mod:`epbuf.codec._dtypes`).
 
-numpy is imported when the first :class:`NumpyOps` is built, not with this module.
+numpy is imported when the first :class:`NumpyOps` is built (:mod:`epbuf.codec._numpy`), not with this
+module.
 """
 
 from __future__ import annotations
 
-from ..errors import MissingExtraError
 from ._dtypes import field_dtype
+from ._numpy import numpy_module
 
 __all__ = ["NumpyOps"]
 
@@ -18,10 +19,7 @@ class NumpyOps:
     kind = "numpy"
 
     def __init__(self) -> None:
-        try:
-            import numpy
-        except ImportError:
-            raise MissingExtraError("this feature needs numpy: pip install 'epbuf[codec]'") from None
+        numpy = numpy_module()
         self.np = numpy
         self.uint8 = numpy.dtype(numpy.uint8)
         self.int64 = numpy.dtype(numpy.int64)
