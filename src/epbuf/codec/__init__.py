@@ -35,6 +35,10 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
+# Not epbuf._lazy.exports, which keeps a name in the package once loaded: ``replay`` is both a
+# name here and the submodule epbuf.codec.replay, and keeping the function would make
+# ``import epbuf.codec.replay as m`` bind the function. (As it is, the submodule wins: importing
+# it sets the package's ``replay``, so ``from epbuf.codec import replay`` gives the module.)
 def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
