@@ -282,7 +282,8 @@ for call in {calls}:
 
 
 @pytest.mark.parametrize("blocked, calls, message", [
-    ("numpy", ["numpy_ops", "lambda: bfloat16_to_float32([0])"], "this feature needs numpy: pip install 'epbuf[codec]'"),
+    ("numpy", ["numpy_ops", "lambda: bfloat16_to_float32([0])"],
+     "this feature needs numpy: pip install 'epbuf[codec]'"),
     ("torch", ["torch_ops"], "this feature needs PyTorch: pip install 'epbuf[torch]'"),
 ])
 def test_a_missing_library_names_its_extra(blocked, calls, message):

@@ -41,8 +41,8 @@ class _Column:
 class RecordSlots:
     """A buffer seen as an array of ``layout`` records, for packing and unpacking it again
     and again: each field's strided view is built on first use and kept, so a call costs
-    the copies and the checks of its arguments, not the set-up. :func:`pack` and
-    :func:`unpack` build one per call; the runtime keeps one per region of its buffer.
+    the copies and the checks of its arguments, not the set-up. :func:`~epbuf.codec.pack` and
+    :func:`~epbuf.codec.unpack` build one per call; the runtime keeps one per region of its buffer.
 
     Args:
         layout: the record (its fields may run past the stride for reading; writing
@@ -87,7 +87,7 @@ class RecordSlots:
         return self._column(0, self.stride).bytes
 
     def pack(self, *, slots=None, **fields):
-        """:func:`pack` into this buffer (same arguments, but no ``out``); returns the buffer."""
+        """:func:`~epbuf.codec.pack` into this buffer (same arguments, but no ``out``); returns the buffer."""
         ops = self.ops
         check_writable(self.layout, self.spec, fields)
         values = {name: split_rows(v) for name, v in fields.items() if v is not None}
@@ -98,7 +98,7 @@ class RecordSlots:
         return self.buffer
 
     def unpack(self, *, num_slots: int | None = None, slots=None, fields=None, copy: bool = True) -> dict:
-        """:func:`unpack` of this buffer (same arguments)."""
+        """:func:`~epbuf.codec.unpack` of this buffer (same arguments)."""
         layout, ops, stride, length = self.layout, self.ops, self.stride, self.length
         data = self.spec.data
         names = data if fields is None else fields

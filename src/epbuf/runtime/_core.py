@@ -43,7 +43,7 @@ from ._combine import CombineSteps
 from ._dispatch import DispatchSteps
 from ._layout import RuntimeLayout
 from ._rank import PeerError
-from ._results import CombineResult, CombineSend, DispatchResult, DispatchSend, Handle  # noqa: F401 (the sends: names _core had)
+from ._results import CombineResult, CombineSend, DispatchResult, DispatchSend, Handle  # noqa: F401 (as before)
 
 __all__ = ["RuntimeLayout", "RankState", "Handle", "DispatchResult", "CombineResult", "PeerError"]
 
