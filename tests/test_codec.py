@@ -265,3 +265,33 @@ def test_fp8_helpers_refuse_bad_input():
         quantize_fp8(np.zeros(3, np.float32))
     with pytest.raises(InvalidArgumentError, match=r"^scales = \(1, 2\): must be \[num_tokens, ceil\(hidden / 128\)\]"):
         dequantize_fp8(np.zeros((1, 128), np.uint8), np.zeros((1, 2), np.float32))
+
+
+_WITHOUT = r"""
+import sys
+sys.modules[{blocked!r}] = None  # import fails as if the package were not installed
+from epbuf.codec._arrays import numpy_ops, torch_ops
+from epbuf.codec import bfloat16_to_float32
+from epbuf.errors import MissingExtraError
+for call in {calls}:
+    try:
+        call()
+    except MissingExtraError as error:
+        print(error)
+"""
+
+
+@pytest.mark.parametrize("blocked, calls, message", [
+    ("numpy", ["numpy_ops", "lambda: bfloat16_to_float32([0])"],
+     "this feature needs numpy: pip install 'epbuf[codec]'"),
+    ("torch", ["torch_ops"], "this feature needs PyTorch: pip install 'epbuf[torch]'"),
+])
+def test_a_missing_library_names_its_extra(blocked, calls, message):
+    """The numpy back-end and the BF16 conversions (one numpy import, codec/_numpy.py) and the
+    torch back-end each raise MissingExtraError naming the extra to install."""
+    import subprocess
+    import sys
+
+    probe = _WITHOUT.format(blocked=blocked, calls="(" + ", ".join(calls) + ",)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == [message] * len(calls)

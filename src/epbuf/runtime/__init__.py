@@ -3,7 +3,7 @@
 ``Buffer(group, plan, backend="ascend")`` (:mod:`epbuf.runtime.distributed`) runs on a
 ``torch.distributed`` process group (gloo on CPUs; NCCL/HCCL with ``device=``); the
 :class:`Simulator` (:mod:`epbuf.runtime.simulate`) runs ``num_ranks`` virtual ranks in one
-process through the same steps (:mod:`epbuf.runtime._core`). Semantics follow
+process through the same steps (:mod:`epbuf.runtime._core`: ``RankState``). Semantics follow
 ``deep_ep/utils/refs.py @dd758ca``: tokens not expanded, sorted by
 ``src_token_global_idx``; combine sums in refs.py's order, so results are bit-identical
 to a dense reference written like it.
@@ -14,23 +14,14 @@ Needs torch for :class:`Buffer` (``pip install 'epbuf[torch]'``) and numpy for b
 
 from __future__ import annotations
 
+from .._lazy import exports
+
 _EXPORTS = {
     "Buffer": "distributed", "Simulator": "simulate",
-    "RuntimeLayout": "_core", "Handle": "_core", "DispatchResult": "_core", "CombineResult": "_core",
-    "PeerError": "_core",
+    "RuntimeLayout": "_layout", "Handle": "_results", "DispatchResult": "_results", "CombineResult": "_results",
+    "PeerError": "_rank",
 }
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'epbuf.runtime' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = exports(__name__, _EXPORTS)

@@ -141,6 +141,24 @@ class Buffer:
             raise PeerError(f"this Buffer is unusable since an earlier collective failed ({self._broken}); "
                             "re-create the process group and the Buffer")
 
+    def _prepare_and_count(self, what: str, prepare, counts_of, pack_peers):
+        """``prepare()`` this rank's call, then the count exchange, ``pack_peers(prepared)``
+        packing the records while the counts travel. A rank whose input ``prepare`` refuses
+        still takes part, sending ``-1`` so every peer raises instead of waiting, and raises
+        its error after. Returns ``(prepared, the rows received)``."""
+        self._usable()
+        state = self._state
+        try:
+            prepared, error = prepare(), None
+        except InvalidArgumentError as caught:
+            prepared, error = None, caught
+        rows = state.count_rows(None if prepared is None else counts_of(prepared),
+                                0 if prepared is None else prepared.fingerprint)
+        received = self._exchange_rows(rows, what, None if prepared is None else lambda: pack_peers(prepared))
+        if error is not None:
+            raise error
+        return prepared, received
+
     # --- API -----------------------------------------------------------------------------
     def dispatch(self, x, topk_idx, topk_weights=None) -> DispatchResult:
         """``refs.dispatch`` (``deep_ep/utils/refs.py:10-123 @dd758ca``) through the buffer.
@@ -161,18 +179,10 @@ class Buffer:
             InvalidArgumentError: this rank's input (after telling the peers).
             PeerError: a peer refused its input, uses another layout, died or timed out.
         """
-        self._usable()
         state = self._state
-        try:
-            prepared, error = state.prepare_dispatch(x, topk_idx, topk_weights), None
-        except InvalidArgumentError as caught:
-            prepared, error = None, caught
-        rows = state.count_rows(None if prepared is None else prepared.send_counts,
-                                0 if prepared is None else prepared.fingerprint)
-        received = self._exchange_rows(rows, "dispatch",
-                                       None if prepared is None else lambda: state.pack_dispatch_peers(prepared))
-        if error is not None:
-            raise error
+        prepared, received = self._prepare_and_count(
+            "dispatch", lambda: state.prepare_dispatch(x, topk_idx, topk_weights), lambda p: p.send_counts,
+            state.pack_dispatch_peers)
         recv_counts = state.check_peers(received, prepared.fingerprint, "dispatch")
         bypass = prepared.bypass_self
         work = self._start_records(prepared.send, state.peer_counts(prepared.send_counts, bypass),
@@ -203,18 +213,9 @@ class Buffer:
             :class:`~epbuf.runtime.CombineResult`: ``combined_x`` BF16 ``[num_tokens, hidden]``
             in this rank's token order, ``combined_topk_weights`` (or ``None``).
         """
-        self._usable()
         state = self._state
-        try:
-            prepared, error = state.prepare_combine(y, handle, topk_weights), None
-        except InvalidArgumentError as caught:
-            prepared, error = None, caught
-        rows = state.count_rows(None if prepared is None else handle.recv_counts,
-                                0 if prepared is None else prepared.fingerprint)
-        received = self._exchange_rows(rows, "combine",
-                                       None if prepared is None else lambda: state.pack_combine_peers(prepared))
-        if error is not None:
-            raise error
+        prepared, received = self._prepare_and_count("combine", lambda: state.prepare_combine(y, handle, topk_weights),
+                                                     lambda p: handle.recv_counts, state.pack_combine_peers)
         state.check_peers(received, prepared.fingerprint, "combine", expected=handle.send_counts)
         bypass = prepared.bypass_self
         work = self._start_records(prepared.send, state.peer_counts(handle.recv_counts, bypass),

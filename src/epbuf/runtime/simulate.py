@@ -70,6 +70,18 @@ class Simulator:
                 raise InvalidArgumentError([ArgumentProblem(name, type(value).__name__,
                                                             f"must be a list with one entry per rank ({n})")])
 
+    def _prepare(self, prepare, pack_peers, *per_rank: list) -> list:
+        """``prepare(state, *arguments of its rank)`` on every rank, then ``pack_peers`` of its
+        records; an input problem is raised naming its rank."""
+        prepared = []
+        for r, state in enumerate(self.ranks):
+            try:
+                prepared.append(prepare(state, *(arguments[r] for arguments in per_rank)))
+                pack_peers(state, prepared[-1])
+            except InvalidArgumentError as error:
+                raise _per_rank(error, r) from None
+        return prepared
+
     def _exchange(self, sends, counts, stride: int):
         """What each rank receives: the chunks every rank sent it, in rank order."""
         np = numpy_ops().np
@@ -91,13 +103,7 @@ class Simulator:
         """
         self._check_lists(x=x, topk_idx=topk_idx, topk_weights=topk_weights)
         weights = topk_weights or [None] * self.layout.num_ranks
-        prepared = []
-        for r, state in enumerate(self.ranks):
-            try:
-                prepared.append(state.prepare_dispatch(x[r], topk_idx[r], weights[r]))
-                state.pack_dispatch_peers(prepared[-1])
-            except InvalidArgumentError as error:
-                raise _per_rank(error, r) from None
+        prepared = self._prepare(RankState.prepare_dispatch, RankState.pack_dispatch_peers, x, topk_idx, weights)
         rows = [state.count_rows(p.send_counts, p.fingerprint) for state, p in zip(self.ranks, prepared)]
         stride = self.layout.dispatch.record.num_bytes
         staging = self._exchange([p.send for p in prepared],
@@ -116,13 +122,7 @@ class Simulator:
         """Every rank's combined tokens (see :class:`~epbuf.runtime.Buffer.combine`)."""
         self._check_lists(y=y, handles=handles, topk_weights=topk_weights)
         weights = topk_weights or [None] * self.layout.num_ranks
-        prepared = []
-        for r, state in enumerate(self.ranks):
-            try:
-                prepared.append(state.prepare_combine(y[r], handles[r], weights[r]))
-                state.pack_combine_peers(prepared[-1])
-            except InvalidArgumentError as error:
-                raise _per_rank(error, r) from None
+        prepared = self._prepare(RankState.prepare_combine, RankState.pack_combine_peers, y, handles, weights)
         stride = self.layout.combine.record.num_bytes
         staging = self._exchange([p.send for p in prepared],
                                  [state.peer_counts(h.recv_counts, p.bypass_self)
