@@ -16,7 +16,7 @@ import time
 import pytest
 
 import epbuf.sweep
-from epbuf.cli import COMMANDS, build_parser, main
+from epbuf.cli import build_parser, main
 from epbuf.cli.engine import build_engine_parser
 from epbuf.engines import ENGINES
 

@@ -23,7 +23,7 @@ from epbuf.engines import ENGINES, engine_names, get_engine, report
 from epbuf._search import largest_true
 from epbuf.engines._knobs import Knob, parse_knob
 from epbuf.engines._report import SCHEMA, engine_report_to_dict
-from epbuf.engines._hccl import ll_combine_need, ll_dispatch_need, ll_window_need, tiling_window_mib
+from epbuf.engines._hccl import ll_dispatch_need, ll_window_need, tiling_window_mib
 from epbuf.engines.mindspeed import mindspeed_adaptive
 from epbuf.engines.sgl_kernel_npu import normal_combine_need, normal_dispatch_need, readme_layered, readme_nonlayered
 from epbuf.errors import InvalidArgumentError, UnknownNameError

@@ -31,7 +31,7 @@ from __future__ import annotations
 from ..errors import InvalidArgumentError
 from ..report import Buffer, Finding, Region
 from ..units import INT32_MAX, INT64_MAX, format_bytes, format_int
-from ._common import budget_findings, limit, limit_findings
+from ._common import limit, limit_findings
 from ._knobs import EngineProblem, Knob
 from ._libraries import token_recommendations
 

@@ -145,7 +145,7 @@ def _high_throughput(ctx, num_ranks, per_node, num_nodes, redundant, tokens, tok
                             "run time", data={"allocated": allocated, "hint": hint}))
     findings += limit_findings("vllm", limits)
     rep = Report(backend="vllm/deepep_high_throughput",
-                 title=f"vLLM --all2all-backend deepep_high_throughput --uccl-ep: UCCL-EP fixed NVL"
+                 title="vLLM --all2all-backend deepep_high_throughput --uccl-ep: UCCL-EP fixed NVL"
                        + (" + RDMA" if use_rdma else "") + " buffers, proxies",
                  upstream=f"{src}; {hints.upstream if hints else 'UCCL-EP'}",
                  inputs={"hidden": hidden, "num_ranks": num_ranks, "num_nodes": num_nodes, "num_nvl_bytes": nvl_bytes,
