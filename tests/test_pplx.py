@@ -49,6 +49,65 @@ def test_derived_counts(experts, ranks, dp, local, groups):
     assert (pplx.num_local_experts(experts, ranks), pplx.num_dp_groups(ranks, dp)) == (local, groups)
 
 
+
+# The public upstream-named functions, their valid arguments (AllToAll.internode / intranode's order,
+# without rank and group_name) and a value derived by hand from the source; each argument replaced by
+# a hostile value raises InvalidArgumentError naming it (README "Python API"; issue 9's rule).
+# int64_t in the binding (csrc/bindings/all_to_all_ops.cpp:54-63, 79-88); world_size and dp_size are
+# unsigned divisors (BASE:21-22), so at least 1.
+_ALLOC_ARGS = ("max_num_tokens", "num_experts", "experts_per_token", "world_size", "dp_size", "hidden_dim",
+               "hidden_dim_bytes", "hidden_dim_scale_bytes")
+PUBLIC = {
+    # round_up(7168 + 224 + 4, 16) (BASE:34-35)
+    "per_token_bytes": (pplx.per_token_bytes, (7168, 224), ("hidden_dim_bytes", "hidden_dim_scale_bytes"), 7408),
+    "num_local_experts": (pplx.num_local_experts, (256, 16), ("num_experts", "world_size"), 16),
+    "num_dp_groups": (pplx.num_dp_groups, (16, 4), ("world_size", "dp_size"), 4),
+    # 16 local experts x 16 DP groups x 1024 tokens (INTER:34)
+    "internode_max_batch_tokens": (pplx.internode_max_batch_tokens, (1024, 256, 16, 1),
+                                   ("max_num_tokens", "num_experts", "world_size", "dp_size"), 262144),
+    "intranode_max_batch_tokens": (pplx.intranode_max_batch_tokens, (128, 256, 8),
+                                   ("max_num_tokens", "num_experts", "world_size"), 32 * 128 * 8),
+    "intranode_buffer_sizes": (pplx.intranode_buffer_sizes, (128, 256, 8, 7168, 7168, 224),
+                               ("max_num_tokens", "num_experts", "world_size", "hidden_dim", "hidden_dim_bytes",
+                                "hidden_dim_scale_bytes"), (30343312, 117440656)),
+    # xCombineOut = 1024 tokens x 256 experts x 7168 x sizeof(float) (INTER:67-68): 7.00 GiB
+    "internode_allocations": (pplx.internode_allocations, (1024, 256, 8, 16, 1, 7168, 7168, 224), _ALLOC_ARGS,
+                              7516192768),
+    "intranode_allocations": (pplx.intranode_allocations, (128, 256, 8, 8, 1, 7168, 7168, 224), _ALLOC_ARGS,
+                              8 * 117440656),
+}
+HOSTILE = [-7, 7.0, float("nan"), "7", True, None, 1 << 64]
+
+
+def _value(name, result):
+    if name == "internode_allocations":
+        return dict((row[0], row[2]) for row in result)["xCombineOut"]
+    if name == "intranode_allocations":
+        return dict((row[0], row[2]) for row in result)["sendBuffers (combine layout)"]
+    return result
+
+
+@pytest.mark.parametrize("name", list(PUBLIC))
+def test_public_functions_reject_hostile_arguments(name):
+    fn, args, names, expected = PUBLIC[name]
+    assert _value(name, fn(*args)) == expected
+    for i, argument in enumerate(names):
+        for bad in HOSTILE:
+            hostile = list(args)
+            hostile[i] = bad
+            with pytest.raises(InvalidArgumentError) as info:
+                fn(*hostile)
+            assert [p.argument for p in info.value.problems] == [argument], (name, argument, bad)
+            assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("divisor", ["world_size", "dp_size"])
+def test_zero_world_or_dp_size_is_invalid_not_a_division_by_zero(divisor):
+    args = dict(zip(_ALLOC_ARGS, (128, 256, 8, 16, 1, 7168, 7168, 224)))
+    args[divisor] = 0
+    with pytest.raises(InvalidArgumentError, match=rf"\({divisor}\) = 0: allowed 1\.\."):
+        pplx.internode_allocations(**args)
+
 # --- §5 example A: internode -----------------------------------------------------------------------
 def test_example_a_internode_every_buffer():
     rep = report(plan(), "pplx")

@@ -16,7 +16,8 @@ buffers are sized for float32, "to accommodate all possible data types", ``INTER
 
 from __future__ import annotations
 
-from ...units import align, ceil_div, format_int
+from ...errors import check_int
+from ...units import INT64_MAX, align, ceil_div, format_int
 from .versions import INTER, INTRA, src
 
 __all__ = ["per_token_bytes", "num_local_experts", "num_dp_groups", "internode_max_batch_tokens",
@@ -27,10 +28,25 @@ TOKEN_ALIGNMENT = 16  # round_up(..., 16): "Pad to a 16-byte alignment to allow 
 META_BYTES = 4  # sizeof(uint32_t): the source token index after hidden and scales (BASE:34-35)
 COMBINE_ELEMENT_BYTES = 4  # sizeof(float): combine buffers fit the widest expert output (INTER:63-68, INTRA:52)
 BF16_BYTES = 2
+#: The binding passes every argument as ``int64_t`` (``csrc/bindings/all_to_all_ops.cpp:54-63, 79-88``);
+#: the constructor keeps ``worldSize`` and ``dpSize`` as ``unsigned`` and divides by both (``BASE:21-22``).
+UINT32_MAX = (1 << 32) - 1
+_WHY = "int64_t in the binding, csrc/bindings/all_to_all_ops.cpp:54-63 @12cecfd"
 
 
 def _n(x: int) -> str:
     return format_int(x)
+
+
+def _count(argument: str, value: object) -> int:
+    """``value`` if it is an ``int`` in ``0..INT64_MAX``, else :class:`~epbuf.errors.InvalidArgumentError`."""
+    return check_int(argument, value, 0, INT64_MAX, _WHY)
+
+
+def _divisor(argument: str, value: object) -> int:
+    """``world_size`` / ``dp_size``: ``1..UINT32_MAX`` (``unsigned``, and ``ceil_div`` divides by it)."""
+    return check_int(argument, value, 1, UINT32_MAX,
+                     "unsigned, a divisor (csrc/all_to_all/all_to_all.cpp:21-22 @12cecfd)")
 
 
 def per_token_bytes(hidden_dim_bytes: int, hidden_dim_scale_bytes: int) -> int:
@@ -40,34 +56,58 @@ def per_token_bytes(hidden_dim_bytes: int, hidden_dim_scale_bytes: int) -> int:
     >>> per_token_bytes(7168, 224)
     7408
     """
+    _count("hidden_dim_bytes", hidden_dim_bytes)
+    _count("hidden_dim_scale_bytes", hidden_dim_scale_bytes)
     return align(hidden_dim_bytes + hidden_dim_scale_bytes + META_BYTES, TOKEN_ALIGNMENT)
 
 
 def num_local_experts(num_experts: int, world_size: int) -> int:
     """``numLocalExperts = ceil_div<uint32_t>(numExperts, worldSize)`` (``BASE:21``); the
     kernels divide without rounding (``numExperts / worldSize``)."""
+    _count("num_experts", num_experts)
+    _divisor("world_size", world_size)
     return ceil_div(num_experts, world_size)
 
 
 def num_dp_groups(world_size: int, dp_size: int) -> int:
     """``numDPGroups = ceil_div<uint32_t>(worldSize, dpSize)`` (``BASE:22``)."""
+    _divisor("world_size", world_size)
+    _divisor("dp_size", dp_size)
     return ceil_div(world_size, dp_size)
 
 
 def internode_max_batch_tokens(max_num_tokens: int, num_experts: int, world_size: int, dp_size: int) -> int:
     """``maxBatchTokens = numLocalExperts x numDPGroups x maxNumTokens`` (``INTER:34``)."""
+    _count("max_num_tokens", max_num_tokens)
     return num_local_experts(num_experts, world_size) * num_dp_groups(world_size, dp_size) * max_num_tokens
 
 
 def intranode_max_batch_tokens(max_num_tokens: int, num_experts: int, world_size: int) -> int:
     """``maxBatchTokens = numLocalExperts x maxNumTokens x worldSize`` (``INTRA:129``)."""
+    _count("max_num_tokens", max_num_tokens)
     return num_local_experts(num_experts, world_size) * max_num_tokens * world_size
+
+
+def _arguments(max_num_tokens, num_experts, experts_per_token, world_size, dp_size, hidden_dim,
+               hidden_dim_bytes, hidden_dim_scale_bytes) -> None:
+    """The checks of ``AllToAll.internode`` / ``intranode``'s arguments, in their order: a plain
+    ``int`` each, as the binding's ``int64_t`` takes it; ``world_size`` and ``dp_size`` at least 1."""
+    _count("max_num_tokens", max_num_tokens)
+    _count("num_experts", num_experts)
+    _count("experts_per_token", experts_per_token)
+    _divisor("world_size", world_size)
+    _divisor("dp_size", dp_size)
+    _count("hidden_dim", hidden_dim)
+    _count("hidden_dim_bytes", hidden_dim_bytes)
+    _count("hidden_dim_scale_bytes", hidden_dim_scale_bytes)
 
 
 def internode_allocations(max_num_tokens: int, num_experts: int, experts_per_token: int, world_size: int,
                           dp_size: int, hidden_dim: int, hidden_dim_bytes: int, hidden_dim_scale_bytes: int) -> list[tuple]:
     """``AllToAllInterNode::AllToAllInterNode`` (``INTER:12-77``): every buffer, in order.
     ``experts_per_token`` sizes nothing (it only picks the launch grid)."""
+    _arguments(max_num_tokens, num_experts, experts_per_token, world_size, dp_size, hidden_dim, hidden_dim_bytes,
+               hidden_dim_scale_bytes)
     tokens, experts, hidden = max_num_tokens, num_experts, hidden_dim
     local = num_local_experts(experts, world_size)
     groups = num_dp_groups(world_size, dp_size)
@@ -116,6 +156,13 @@ def intranode_buffer_sizes(max_num_tokens: int, num_experts: int, world_size: in
     >>> intranode_buffer_sizes(128, 256, 8, 7168, 7168, 224)
     (30343312, 117440656)
     """
+    _count("max_num_tokens", max_num_tokens)
+    _count("num_experts", num_experts)
+    _divisor("world_size", world_size)
+    _count("hidden_dim", hidden_dim)
+    _count("hidden_dim_bytes", hidden_dim_bytes)
+    _count("hidden_dim_scale_bytes", hidden_dim_scale_bytes)
+    check_int("combine_element_bytes", combine_element_bytes, 1)
     local = num_local_experts(num_experts, world_size)
     head = 16 + align(local * 4, 16)
     dispatch = head + max_num_tokens * local * per_token_bytes(hidden_dim_bytes, hidden_dim_scale_bytes)
@@ -128,6 +175,8 @@ def intranode_allocations(max_num_tokens: int, num_experts: int, experts_per_tok
     """``AllToAllIntraNode::AllToAllIntraNode`` (``INTRA:11-137``): the ``worldSize`` peer buffers
     (two rows, their dispatch and combine layouts: the buffer is the larger) then the local ones.
     ``experts_per_token`` and ``dp_size`` size nothing here."""
+    _arguments(max_num_tokens, num_experts, experts_per_token, world_size, dp_size, hidden_dim, hidden_dim_bytes,
+               hidden_dim_scale_bytes)
     tokens, experts, hidden, ranks = max_num_tokens, num_experts, hidden_dim, world_size
     local = num_local_experts(experts, ranks)
     dispatch, combine = intranode_buffer_sizes(tokens, experts, ranks, hidden, hidden_dim_bytes, hidden_dim_scale_bytes)
