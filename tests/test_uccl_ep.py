@@ -462,3 +462,25 @@ def test_cli_compare_fit_sweep_layout(capsys):
 def test_cli_bad_input_one_line_exit_2(capsys, argv, needle):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == "" and needle in err and err.count("\n") == 1
+
+
+# internode::get_num_bytes_per_token (ep/src/internode.cu:73-80 @da914a2) is DeepEP V1's formula:
+# align16(hidden_int4 x 16 + sizeof(SourceMeta) 8 + 4 x scales + 4 x idx + 4 x weights), reused with its checks.
+@pytest.mark.parametrize(("args", "num_bytes"), [
+    ((448, 56, 8, 8), 7472),  # FP8 hidden 7168, top-k 8: 7168 + 8 + 224 + 32 + 32
+    ((896, 0, 0, 8), 14384),  # BF16 combine, top-k 8: 14336 + 8 + 32 = 14376 -> 14384
+    ((256, 0, 0, 0), 4112),  # 4096 + 8 -> 4112
+])
+def test_get_num_bytes_per_token_is_deepep_v1s(args, num_bytes):
+    assert u.get_num_bytes_per_token(*args) == deepep_v1.get_num_bytes_per_token(*args) == num_bytes
+
+
+@pytest.mark.parametrize("position", range(4))
+@pytest.mark.parametrize("bad", [-7, 7.0, float("nan"), "7", True, None])
+def test_get_num_bytes_per_token_rejects_hostile_arguments(position, bad):
+    args = [448, 56, 8, 8]
+    args[position] = bad
+    with pytest.raises(InvalidArgumentError) as info:
+        u.get_num_bytes_per_token(*args)
+    assert [p.argument for p in info.value.problems] == [
+        ("hidden_int4", "num_scales", "num_topk_idx", "num_topk_weights")[position]]

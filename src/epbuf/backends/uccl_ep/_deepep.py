@@ -30,11 +30,15 @@ from ..deepep_v1.ll_formulas import hint_round_up  # ((total + 128) / 128) * 128
 
 __all__ = ["NORMAL_VERSION", "LL_VERSION", "LL_VERSION_NEWEST", "Config", "make_config", "nvl_buffer",
            "rdma_buffer", "get_hidden_bytes", "ll_layout", "ll_hint", "deepep_ll_hint", "deepep_ll_max_bytes",
-           "slot_grid", "hint_round_up", "hint_slot_records"]
+           "slot_grid", "hint_round_up", "hint_slot_records", "get_num_bytes_per_token"]
 
 NORMAL_VERSION = "v1.2.1"  # DeepEP V1 version whose normal-mode hints UCCL's Config reproduces
 LL_VERSION = "ll4"  # DeepEP V1 version whose LowLatencyLayout UCCL's default build reproduces
 LL_VERSION_NEWEST = _v1.DEFAULT_VERSION  # what DeepEP itself computes today (for side-by-side findings)
+
+#: ``internode::get_num_bytes_per_token``: UCCL's (``ep/src/internode.cu:73-80``) is DeepEP V1's
+#: formula, checks included (a negative or non-integer count, a record beyond ``int``).
+get_num_bytes_per_token = _v1.get_num_bytes_per_token
 
 #: ``deep_ep::legacy::Config``; UCCL's ``uccl::Config`` applies the same rules (``ep_config.hpp:32-58``).
 Config = _v1.Config

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from ...errors import Checker, check_int
 from ...report import Buffer, Field, RecordLayout
-from ...units import align
 from . import _deepep
 from .versions import cite
 
@@ -160,9 +159,10 @@ def get_num_bytes_per_token(hidden_int4: int, num_scales: int, num_topk_idx: int
 
     >>> get_num_bytes_per_token(7168 // 16, 56, 8, 8)
     7472
+
+    DeepEP V1's function (reused, :mod:`._deepep`), with its argument checks.
     """
-    return align(hidden_int4 * INT4_BYTES + SOURCE_META_BYTES + num_scales * 4 + num_topk_idx * 4
-                 + num_topk_weights * 4, INT4_BYTES)
+    return _deepep.get_num_bytes_per_token(hidden_int4, num_scales, num_topk_idx, num_topk_weights)
 
 
 def internode_records(hidden: int, use_fp8_dispatch: bool, num_topk: int) -> list[RecordLayout]:
