@@ -461,3 +461,35 @@ def test_cli_versions_and_devices(capsys):
     assert code == 0 and entry["default"] == "624002c" and "@624002c (2026-08-21)" in entry["versions"]["624002c"]
     code, out, _ = run_main(capsys, "devices")
     assert code == 0 and "mi325x" in out and "mi355x" in out
+
+
+def _config() -> EpDispatchCombineConfig:
+    return EpDispatchCombineConfig(world_size=8, hidden_dim=7168, scale_dim=56, scale_type_size=4,
+                                   max_token_type_size=2, max_num_inp_token_per_rank=4096, num_experts_per_rank=32,
+                                   num_experts_per_token=8)
+
+
+@pytest.mark.parametrize("bad", [-7, 7.0, float("nan"), "7", True, None])
+def test_public_size_functions_reject_hostile_arguments(bad):
+    """The handle's plain arguments are checked like every upstream-named function's (issue 9)."""
+    with pytest.raises(InvalidArgumentError) as info:
+        handle_allocations(_config(), bad)
+    assert [p.argument for p in info.value.problems] == ["fp8_blockwise_combine_scale_dim"]
+    with pytest.raises(InvalidArgumentError) as info:
+        mori_ep.metadata_num_bytes(bad, "shmem")
+    assert [p.argument for p in info.value.problems] == ["world_size"]
+    for fn in (mori_ep.initialize_token_num_signal_buf, mori_ep.initialize_order_map_buf,
+               mori_ep.initialize_barrier, mori_ep.cco_arena_num_bytes):
+        with pytest.raises(InvalidArgumentError, match="must be an EpDispatchCombineConfig"):
+            fn(bad)
+
+
+def test_metadata_num_bytes_from_the_source():
+    """SymmMemObj + (8 + 8 + 4) B per rank with MORI-shmem (SYMM:454-466); 8 B per rank + SymmMemObj
+    with CCO (CPP:242-255); anything else is not a MORI_EP_COMM value."""
+    assert mori_ep.metadata_num_bytes(8, "shmem") == SYMM_MEM_OBJ_NUM_BYTES + 8 * 20
+    assert mori_ep.metadata_num_bytes(8, "cco") == SYMM_MEM_OBJ_NUM_BYTES + 8 * 8
+    with pytest.raises(InvalidArgumentError, match="'shmem' or 'cco'"):
+        mori_ep.metadata_num_bytes(8, "nccl")
+    # the CCO arena: 6 x MaxNumTokensToRecv (8 x 4096) x 7168 x 2 + 256 MiB (CPP:211-213)
+    assert mori_ep.cco_arena_num_bytes(_config()) == 6 * 8 * 4096 * 7168 * 2 + (256 << 20)

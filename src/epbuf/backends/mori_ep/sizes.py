@@ -22,7 +22,8 @@ one tensor. The functions here are named after those methods and return rows
 
 from __future__ import annotations
 
-from ...units import align, format_int
+from ...errors import InvalidArgumentError, Problem, check_int
+from ...units import INT32_MAX, align, format_int
 from .._cstruct import struct_size
 from .config import (BLOCKWISE_QUANT_TYPES, BLOCKWISE_SCALE_TYPE_SIZE, INDEX_BYTES, INTRANODE_KERNELS,
                      SRC_TOKEN_ID_BYTES, V1_KERNELS, WEIGHT_BYTES, EpDispatchCombineConfig)
@@ -60,6 +61,8 @@ def initialize_shmem_buf(config: EpDispatchCombineConfig, fp8_blockwise_combine_
     weights, scales and indices. ``fp8_blockwise_combine_scale_dim`` is the handle's
     ``fp8BlockwiseCombineScaleDim`` (``MORI_FP8_COMBINE_SCALE_DIM``, default 56; used only
     with a blockwise ``quant_type``, ``CPP:127-136``)."""
+    _check_config(config)
+    check_int("fp8_blockwise_combine_scale_dim", fp8_blockwise_combine_scale_dim, 0, INT32_MAX)
     c = config
     tokens, hidden, tts, topk = c.max_num_inp_token_per_rank, c.hidden_dim, c.max_token_type_size, c.num_experts_per_token
     recv, send = c.max_num_tokens_to_recv(), c.max_num_tokens_to_send()
@@ -142,6 +145,7 @@ def initialize_shmem_buf(config: EpDispatchCombineConfig, fp8_blockwise_combine_
 
 def initialize_token_num_signal_buf(config: EpDispatchCombineConfig) -> list[tuple]:
     """``InitializeTokenNumSignalBuf`` (``CPP:432-444``)."""
+    _check_config(config)
     c = config
     ranks, qp, nodes = c.world_size, c.num_qp_per_pe, c.num_nodes
     signal = ranks * INDEX_BYTES * 2 * qp  # CPP:433
@@ -157,6 +161,7 @@ def initialize_token_num_signal_buf(config: EpDispatchCombineConfig) -> list[tup
 def initialize_order_map_buf(config: EpDispatchCombineConfig) -> list[tuple]:
     """``InitializeOrderMapBuf`` (``CPP:454-511``); ``ENABLE_STANDARD_MOE_ADAPT`` buffers are
     compiled out by default (``CMakeLists.txt:66``)."""
+    _check_config(config)
     c = config
     ranks, nodes, tokens, topk = c.world_size, c.num_nodes, c.max_num_inp_token_per_rank, c.num_experts_per_token
     send, experts = c.max_num_tokens_to_send(), c.num_experts_per_rank
@@ -183,6 +188,7 @@ def initialize_order_map_buf(config: EpDispatchCombineConfig) -> list[tuple]:
 
 def initialize_barrier(config: EpDispatchCombineConfig) -> list[tuple]:
     """``InitializeBarrier`` (``CPP:533-557``)."""
+    _check_config(config)
     c = config
     ranks, nodes, tokens = c.world_size, c.num_nodes, c.max_num_inp_token_per_rank
     barrier = ranks * 4  # barrierSize = worldSize x sizeof(uint32_t) (CPP:534)
@@ -208,6 +214,12 @@ def op_buffers(config: EpDispatchCombineConfig) -> list[tuple]:
              src(PY, "514-516"))]
 
 
+def _check_config(config: object) -> None:
+    """An :class:`EpDispatchCombineConfig` (whose constructor checked every field), else one line."""
+    if not isinstance(config, EpDispatchCombineConfig):
+        raise InvalidArgumentError([Problem("config", config, "must be an EpDispatchCombineConfig")])
+
+
 def handle_allocations(config: EpDispatchCombineConfig, fp8_blockwise_combine_scale_dim: int) -> list[tuple]:
     """Every allocation of ``EpDispatchCombineOp(config)``, in the order the constructor makes
     them (``CPP:166-169``), then the Python op's tensor."""
@@ -227,6 +239,7 @@ def cco_arena_num_bytes(config: EpDispatchCombineConfig) -> int:
     """The CCO arena (``MORI_EP_COMM=cco``): ``6 x MaxNumTokensToRecv() x hiddenDim x
     maxTokenTypeSize + 256 MiB``, registered whole on the first ``MallocSymm`` (``CPP:211-226``).
     It is sized from the *capped* receive count."""
+    _check_config(config)
     return (6 * config.max_num_tokens_to_recv() * config.hidden_dim * config.max_token_type_size
             + CCO_ARENA_SLACK_NUM_BYTES)
 
@@ -241,6 +254,9 @@ def metadata_num_bytes(world_size: int, comm: str) -> int:
     device ``SymmMemObj`` and its ``peerPtrs``, ``p2pPeerPtrs`` (8 B per rank) and ``peerRkeys``
     (4 B per rank) (``SYMM:454-466`` static heap, ``SYMM:213-225`` isolation); with CCO, the
     peer table (8 B per rank) and the ``SymmMemObj`` (``CPP:242-255``)."""
+    check_int("world_size", world_size, 1, INT32_MAX)
+    if comm not in ("shmem", "cco"):
+        raise InvalidArgumentError([Problem("comm", comm, "MORI_EP_COMM is 'shmem' or 'cco'")])
     if comm == "cco":
         return world_size * 8 + SYMM_MEM_OBJ_NUM_BYTES
     return SYMM_MEM_OBJ_NUM_BYTES + world_size * (8 + 8 + 4)
