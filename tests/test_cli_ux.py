@@ -481,3 +481,37 @@ def test_one_note_is_singular(capsys):
     else:
         assert f"({len(notes)} notes; --verbose shows them)" in text
     assert "(1 notes" not in text
+
+
+# --- typos get the nearest name ----------------------------------------------------------
+@pytest.mark.parametrize(("argv", "suggestion"), [
+    (("hnit",), "did you mean hint?"),
+    (("hint", "--backend", "depep-ll"), "did you mean deepep-ll?"),
+    (("hint", "--backend", "deepep-v3"), "did you mean deepep-v2?"),
+    (("engine", "vlm"), "did you mean vllm?"),
+    (("completion", "bsh"), "did you mean bash?"),
+    (("hint", "--modle", "deepseek-v3"), "did you mean --model?"),
+    (("hint", "--devce=h200"), "did you mean --device?"),
+    (("fit", "--budegt", "4GiB"), "did you mean --budget?"),
+    (("engine", "vllm", "--all2all-backend", "deepep_lowlatency"), "did you mean deepep_low_latency?"),
+    (("hint", "--model", "deepsek-v3"), "did you mean deepseek-v3,"),
+    (("hint", "--device", "h2000"), "did you mean h200"),
+])
+def test_a_misspelt_name_gets_the_nearest_one(capsys, argv, suggestion):
+    code, out, err = run(capsys, *argv)
+    assert one_line_error(code, out, err) and suggestion in err, err
+
+
+@pytest.mark.parametrize("argv", [("hint", "--backend", "xyz"), ("hint", "--dtype", "fp8"), ("engine", "qqq")])
+def test_nothing_near_is_not_suggested(capsys, argv):
+    code, out, err = run(capsys, *argv)
+    assert one_line_error(code, out, err) and "did you mean" not in err, err
+
+
+def test_versions_wraps_at_the_terminal_width_and_wide_keeps_lines_whole(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run(capsys, "versions")
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 80
+    assert "  refactor (default): EPBuffer @ 1a1ffbac1f:" in out
+    code, wide, _ = run(capsys, "versions", "--wide")
+    assert code == 0 and flat(wide) == flat(out) and max(len(line) for line in wide.splitlines()) > 80
