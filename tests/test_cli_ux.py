@@ -219,6 +219,19 @@ def test_model_config_flags_fill_the_keys_the_file_lacks(capsys, tmp_path):
     assert one_line_error(code, out, err) and "--experts" in err
 
 
+def test_a_config_file_without_a_name_is_named_by_its_file_or_folder(capsys, tmp_path):
+    """Without _name_or_path: the folder of a config.json (a checkout), else the file itself,
+    not the folder a cfg.json was saved in."""
+    shape = {"hidden_size": 4096, "num_experts_per_tok": 8, "n_routed_experts": 128}
+    (tmp_path / "MyMoE").mkdir()
+    (tmp_path / "MyMoE" / "config.json").write_text(json.dumps(shape))
+    (tmp_path / "cfg.json").write_text(json.dumps(shape))
+    _, out, _ = run(capsys, "hint", "--model-config", str(tmp_path / "MyMoE"), "--json")
+    assert json.loads(out)["inputs"]["model"] == "MyMoE"
+    _, out, _ = run(capsys, "hint", "--model-config", str(tmp_path / "cfg.json"), "--json")
+    assert json.loads(out)["inputs"]["model"] == "cfg.json"
+
+
 @pytest.mark.parametrize("option", ["--model-config", "--hbm", "--device", "--model", "--backend-version"])
 @pytest.mark.parametrize("value", ["", "   "])
 def test_empty_values_are_refused(capsys, option, value):
@@ -473,14 +486,16 @@ def test_one_note_is_singular(capsys):
     from epbuf.engines import report
     from epbuf.render import render_engine_report
 
-    rep = report("vllm", model="deepseek-v3", num_ranks=16)
-    notes = [f for f in rep.report.findings if f.severity == "info"]
-    text = render_engine_report(rep)
-    if len(notes) == 1:
-        assert "(1 note; --verbose shows it)" in text
-    else:
-        assert f"({len(notes)} notes; --verbose shows them)" in text
-    assert "(1 notes" not in text
+    for engine, expected in (("mindspeed", 1), ("vllm", 7)):  # one note, several notes
+        rep = report(engine, model="deepseek-v3", num_ranks=8 if engine == "mindspeed" else 16)
+        notes = [f for f in rep.report.findings if f.severity == "info"]
+        text = render_engine_report(rep)
+        assert len(notes) == expected
+        if len(notes) == 1:
+            assert "(1 note; --verbose shows it)" in text
+        else:
+            assert f"({len(notes)} notes; --verbose shows them)" in text
+        assert "(1 notes" not in text
 
 
 # --- typos get the nearest name ----------------------------------------------------------
