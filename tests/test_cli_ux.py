@@ -131,7 +131,7 @@ def test_the_refusal_names_where_the_backend_came_from(capsys):
     _, _, err = run(capsys, "hint", "--device", "h200", "--no-hybrid", "--kernel-type", "IntraNode")
     assert "chosen for NVIDIA H200" in err and "--kernel-type" in err
     _, _, err = run(capsys, "hint", "--backend", "deepep-ll", "--no-hybrid")
-    assert "only deepep-v2 read --no-hybrid; the backend is deepep-ll" in err
+    assert "only deepep-v2 reads --no-hybrid; the backend is deepep-ll" in err
 
 
 @pytest.mark.parametrize("argv", [
