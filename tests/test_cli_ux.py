@@ -517,7 +517,8 @@ def test_a_misspelt_name_gets_the_nearest_one(capsys, argv, suggestion):
     assert one_line_error(code, out, err) and suggestion in err, err
 
 
-@pytest.mark.parametrize("argv", [("hint", "--backend", "xyz"), ("hint", "--dtype", "fp8"), ("engine", "qqq")])
+@pytest.mark.parametrize("argv", [("hint", "--backend", "xyz"), ("hint", "--dtype", "fp8"), ("engine", "qqq"),
+                                  ("versions", " "), ("hint", "")])
 def test_nothing_near_is_not_suggested(capsys, argv):
     code, out, err = run(capsys, *argv)
     assert one_line_error(code, out, err) and "did you mean" not in err, err

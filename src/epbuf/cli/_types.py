@@ -50,9 +50,10 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        if message.startswith("unrecognized arguments: "):
-            message += _closest(message.split()[2].split("=", 1)[0],
-                                [o for a in self._actions for o in a.option_strings])
+        prefix = "unrecognized arguments: "
+        words = message[len(prefix):].split() if message.startswith(prefix) else []
+        if words:  # the first one (a blank argument leaves none)
+            message += _closest(words[0].split("=", 1)[0], [o for a in self._actions for o in a.option_strings])
         self.exit(2, f"{self.prog}: error: {message}\n")
 
     def _check_value(self, action, value) -> None:
