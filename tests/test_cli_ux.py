@@ -131,7 +131,7 @@ def test_the_refusal_names_where_the_backend_came_from(capsys):
     _, _, err = run(capsys, "hint", "--device", "h200", "--no-hybrid", "--kernel-type", "IntraNode")
     assert "chosen for NVIDIA H200" in err and "--kernel-type" in err
     _, _, err = run(capsys, "hint", "--backend", "deepep-ll", "--no-hybrid")
-    assert "only deepep-v2 read --no-hybrid; the backend is deepep-ll" in err
+    assert "only deepep-v2 reads --no-hybrid; the backend is deepep-ll" in err
 
 
 @pytest.mark.parametrize("argv", [
@@ -217,6 +217,19 @@ def test_model_config_flags_fill_the_keys_the_file_lacks(capsys, tmp_path):
     assert code == 0 and (inputs["hidden"], inputs["num_topk"], inputs["num_experts"]) == (4096, 8, 128)
     code, out, err = run(capsys, "hint", "--model-config", str(config), "--topk", "8")
     assert one_line_error(code, out, err) and "--experts" in err
+
+
+def test_a_config_file_without_a_name_is_named_by_its_file_or_folder(capsys, tmp_path):
+    """Without _name_or_path: the folder of a config.json (a checkout), else the file itself,
+    not the folder a cfg.json was saved in."""
+    shape = {"hidden_size": 4096, "num_experts_per_tok": 8, "n_routed_experts": 128}
+    (tmp_path / "MyMoE").mkdir()
+    (tmp_path / "MyMoE" / "config.json").write_text(json.dumps(shape))
+    (tmp_path / "cfg.json").write_text(json.dumps(shape))
+    _, out, _ = run(capsys, "hint", "--model-config", str(tmp_path / "MyMoE"), "--json")
+    assert json.loads(out)["inputs"]["model"] == "MyMoE"
+    _, out, _ = run(capsys, "hint", "--model-config", str(tmp_path / "cfg.json"), "--json")
+    assert json.loads(out)["inputs"]["model"] == "cfg.json"
 
 
 @pytest.mark.parametrize("option", ["--model-config", "--hbm", "--device", "--model", "--backend-version"])
@@ -473,11 +486,48 @@ def test_one_note_is_singular(capsys):
     from epbuf.engines import report
     from epbuf.render import render_engine_report
 
-    rep = report("vllm", model="deepseek-v3", num_ranks=16)
-    notes = [f for f in rep.report.findings if f.severity == "info"]
-    text = render_engine_report(rep)
-    if len(notes) == 1:
-        assert "(1 note; --verbose shows it)" in text
-    else:
-        assert f"({len(notes)} notes; --verbose shows them)" in text
-    assert "(1 notes" not in text
+    for engine, expected in (("mindspeed", 1), ("vllm", 7)):  # one note, several notes
+        rep = report(engine, model="deepseek-v3", num_ranks=8 if engine == "mindspeed" else 16)
+        notes = [f for f in rep.report.findings if f.severity == "info"]
+        text = render_engine_report(rep)
+        assert len(notes) == expected
+        if len(notes) == 1:
+            assert "(1 note; --verbose shows it)" in text
+        else:
+            assert f"({len(notes)} notes; --verbose shows them)" in text
+        assert "(1 notes" not in text
+
+
+# --- typos get the nearest name ----------------------------------------------------------
+@pytest.mark.parametrize(("argv", "suggestion"), [
+    (("hnit",), "did you mean hint?"),
+    (("hint", "--backend", "depep-ll"), "did you mean deepep-ll?"),
+    (("hint", "--backend", "deepep-v3"), "did you mean deepep-v2?"),
+    (("engine", "vlm"), "did you mean vllm?"),
+    (("completion", "bsh"), "did you mean bash?"),
+    (("hint", "--modle", "deepseek-v3"), "did you mean --model?"),
+    (("hint", "--devce=h200"), "did you mean --device?"),
+    (("fit", "--budegt", "4GiB"), "did you mean --budget?"),
+    (("engine", "vllm", "--all2all-backend", "deepep_lowlatency"), "did you mean deepep_low_latency?"),
+    (("hint", "--model", "deepsek-v3"), "did you mean deepseek-v3,"),
+    (("hint", "--device", "h2000"), "did you mean h200"),
+])
+def test_a_misspelt_name_gets_the_nearest_one(capsys, argv, suggestion):
+    code, out, err = run(capsys, *argv)
+    assert one_line_error(code, out, err) and suggestion in err, err
+
+
+@pytest.mark.parametrize("argv", [("hint", "--backend", "xyz"), ("hint", "--dtype", "fp8"), ("engine", "qqq"),
+                                  ("versions", " "), ("hint", "")])
+def test_nothing_near_is_not_suggested(capsys, argv):
+    code, out, err = run(capsys, *argv)
+    assert one_line_error(code, out, err) and "did you mean" not in err, err
+
+
+def test_versions_wraps_at_the_terminal_width_and_wide_keeps_lines_whole(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run(capsys, "versions")
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 80
+    assert "  refactor (default): EPBuffer @ 1a1ffbac1f:" in out
+    code, wide, _ = run(capsys, "versions", "--wide")
+    assert code == 0 and flat(wide) == flat(out) and max(len(line) for line in wide.splitlines()) > 80

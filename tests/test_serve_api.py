@@ -83,6 +83,21 @@ SAME_AS_CLI = [
     ("/api/hint", "backend=deepep-v1&num-sms=24&hbm=80GB&fp8", ["hint", "--backend", "deepep-v1", "--num-sms", "24",
                                                                 "--hbm", "80GB", "--fp8"]),
     ("/api/hint", "hidden=7000&sf-packs=100&bf16=0", ["hint", "--hidden", "7000", "--sf-packs", "100"]),
+    ("/api/hint", "model=deepseek-v3&ranks=64&device=h200&budget=10%25",
+     ["hint", "--model", "deepseek-v3", "--ranks", "64", "--device", "h200", "--budget", "10%"]),
+    ("/api/hint", "backend=uccl-ll&ranks=16&nic=efa&per-expert-batching&platform=cuda",
+     ["hint", "--backend", "uccl-ll", "--ranks", "16", "--nic", "efa", "--per-expert-batching", "--platform", "cuda"]),
+    ("/api/layout", "backend=deepep-v2&topk-idx-bits=32", ["layout", "--backend", "deepep-v2", "--topk-idx-bits", "32"]),
+    ("/api/hint", "backend=mori-ep&model=deepseek-v3&ranks=16&kernel-type=InterNodeV1&max-token-type-size=2"
+                  "&env=MORI_SHMEM_HEAP_SIZE=6G&quant-type=none",
+     ["hint", "--backend", "mori-ep", "--model", "deepseek-v3", "--ranks", "16", "--kernel-type", "InterNodeV1",
+      "--max-token-type-size", "2", "--env", "MORI_SHMEM_HEAP_SIZE=6G", "--quant-type", "none"]),
+    ("/api/compare", "model=deepseek-v3&ranks=16&dp-group-size=2&num-scale-bytes=0&max-total-recv-tokens=0",
+     ["compare", "--model", "deepseek-v3", "--ranks", "16", "--dp-group-size", "2", "--num-scale-bytes", "0",
+      "--max-total-recv-tokens", "0"]),
+    ("/api/fit", "model=deepseek-v3&budget=8GiB&backends=mori-ep,pplx,deepep-ll&env=MORI_SHMEM_HEAP_SIZE=6G",
+     ["fit", "--model", "deepseek-v3", "--budget", "8GiB", "--backends", "mori-ep,pplx,deepep-ll",
+      "--env", "MORI_SHMEM_HEAP_SIZE=6G"]),
     ("/api/layout", "hidden=7000", ["layout", "--hidden", "7000"]),
     ("/api/compare", "model=deepseek-v3&ranks=16&tokens=256&device=h200",
      ["compare", "--model", "deepseek-v3", "--ranks", "16", "--tokens", "256", "--device", "h200"]),
@@ -236,6 +251,24 @@ def test_parameters_outside_the_whitelist_are_refused(server, query, words):
     status, _, body = request(server, "GET", f"/api/hint?{query}")
     error = json.loads(body)["error"]
     assert status == 400 and all(w in error for w in words), error
+
+
+@pytest.mark.parametrize("name", sorted(webapi.ENDPOINTS))
+def test_every_cli_option_that_reads_no_file_is_a_parameter(name):
+    """The API's parameter names are the CLI's options (issue 13): all of them, but for the ones
+    that name a file, --json (always on) and the text-only --wide."""
+    from epbuf.cli import command_parser
+
+    command, values, switches, _ = webapi.ENDPOINTS[name]
+    options = {o[2:] for a in command_parser(command)._actions for o in a.option_strings if o.startswith("--")}
+    file_or_text = {"help", "json", "wide", "model-config", "svg", "csv", "plot", "quiet"}
+    assert options - file_or_text == (set(values) | set(switches)) - {"format"}
+
+
+def test_a_misspelt_parameter_gets_the_nearest_name(server):
+    status, _, body = request(server, "GET", "/api/hint?modle=deepseek-v3")
+    error = json.loads(body)["error"]
+    assert status == 400 and "unknown parameter 'modle' for /api/hint; did you mean model?; allowed:" in error
 
 
 @pytest.mark.parametrize("path, name", [("/api/sweep", "csv"), ("/api/sweep", "plot"), ("/api/sweep", "quiet"),

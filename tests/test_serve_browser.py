@@ -100,6 +100,11 @@ def expected_totals(report: dict) -> dict:
     device = report.get("device")
     share = (f"{device['share'] * 100:.2f} % of {device['name']} ({format_bytes(device['num_bytes'])})"
              if device else None)
+    budget = report.get("budget")
+    if budget:  # the page passes its budget to /api/hint, as `hint --budget` takes it
+        of_budget = (f"{budget['share'] * 100:.2f} % of the budget ({format_bytes(budget['num_bytes'])})"
+                     + ("" if budget["fits"] else ": over budget"))
+        share = f"{share}; {of_budget}" if share else of_budget
     return {"bytes": f"{format_int(report['num_bytes'])} B", "human": format_bytes(report["num_bytes"]), "share": share}
 
 
@@ -122,7 +127,8 @@ def test_page_totals_equal_the_cli_and_follow_the_inputs(page, base_url):
     page.fill("#budget", "8GiB")
     settle(page)
     argv = ["--model", "deepseek-v3", "--ranks", "64", "--device", "h200", "--tokens", "1024", "--bf16"]
-    _, report, _ = cli("hint", "--backend", "deepep-v2", *argv, "--json")
+    _, report, _ = cli("hint", "--backend", "deepep-v2", *argv, "--budget", "8GiB", "--json")
+    assert report["budget"]["num_bytes"] == 8 << 30
     assert_totals(page, report)
     # Findings, errors first, exactly the report's; the regions' bytes; the fit; the sweep's points.
     severities = page.eval_on_selector_all("#findings li", "items => items.map(i => i.className)")
@@ -159,7 +165,7 @@ def test_a_shared_link_restores_the_view(page, base_url):
                       "dtype": "bf16"}
     _, report, _ = cli("hint", "--model", "qwen3-235b-a22b", "--device", "h100", "--backend", "deepep-ll",
                        "--ranks", "32", "--tokens", "256", "--bf16", "--redundant-experts", "32",
-                       "--backend-version", "ll3", "--json")
+                       "--backend-version", "ll3", "--budget", "4GiB", "--json")
     assert_totals(page, report)
     assert dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(page.url).query)) == dict(urllib.parse.parse_qsl(query))
     # Back to the same view in a second tab from the same link: the same figures.
@@ -179,6 +185,30 @@ def test_auto_backend_leaves_the_choice_to_the_server(page, base_url):
     _, report, _ = cli("hint", "--model", "deepseek-v3", "--ranks", "64", "--device", "h200", "--json")
     assert page.inner_text("#backend-title").startswith(f"{report['title']} ({report['backend']})")
     assert "(auto)" in page.inner_text("#backend-title")
+
+
+def test_without_a_budget_the_fit_is_the_clis_default_budget(page, base_url):
+    """`fit --device` without --budget grants 10 % of the device (issue 12); the page asks
+    /api/fit the same question, shows the CLI's note and command, and draws that budget."""
+    open_view(page, base_url, "model=deepseek-v3&ranks=64&device=h200")
+    _, fit, _ = cli("fit", "--model", "deepseek-v3", "--ranks", "64", "--device", "h200", "--backends", "deepep-v2",
+                    "--json")
+    assert page.inner_text("#fit-value") == format_int(fit["results"]["deepep-v2"]["value"])
+    assert f"a budget of {format_bytes(fit['budget'])} ({fit['budget_note']})" in page.inner_text("#fit")
+    assert page.inner_text("#fit-command") == ("epbuf fit --model=deepseek-v3 --ranks=64 --device=h200 "
+                                               "--backends=deepep-v2")
+    assert f"budget {format_bytes(fit['budget'])}" in page.inner_text("#chart")
+
+
+def test_a_plan_over_the_budget_is_an_error_finding_on_the_page(page, base_url):
+    open_view(page, base_url, "model=deepseek-v3&ranks=64&device=h200&budget=1GiB")
+    _, report, _ = cli("hint", "--model", "deepseek-v3", "--ranks", "64", "--device", "h200", "--budget", "1GiB",
+                       "--json")
+    assert report["budget"]["fits"] is False
+    assert_totals(page, report)
+    assert page.inner_text("#share").endswith(": over budget")
+    first = page.locator("#findings li").first
+    assert first.get_attribute("class") == "error" and "[budget.exceeded]" in first.inner_text()
 
 
 def test_bad_input_shows_the_clis_one_line_and_recovers(page, base_url):
@@ -250,3 +280,15 @@ def test_the_pages_formatting_is_the_clis(page, base_url):
     assert page.evaluate("xs => xs.map(x => fixed2(x * 100))", shares) == [f"{x * 100:.2f}" for x in shares]
     exact = page.evaluate("t => parseJSON(t).n.toString()", '{"n": 9223372036854775807}')
     assert exact == "9223372036854775807"
+
+
+def test_a_phone_width_page_neither_overflows_nor_shrinks_the_chart(page, base_url):
+    """At 390 px (a phone) the form and cards stack, the page is no wider than the screen, and
+    the chart and byte map keep a readable size inside their own sideways scroll."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_view(page, base_url, "model=deepseek-v3&ranks=64&device=h200&budget=8GiB")
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    assert page.locator("#chart svg").bounding_box()["width"] >= 600
+    form, summary = page.locator("#plan").bounding_box(), page.locator("#summary").bounding_box()
+    assert summary["y"] >= form["y"] + form["height"]  # stacked, not squeezed side by side
+    assert page.locator("#fit-value").is_visible() and page.locator("#total-human").is_visible()

@@ -58,13 +58,20 @@ MAX_PARAMS = 100
 _PLAN_VALUES = ("model", "hidden", "topk", "experts", "ranks", "nodes", "gpus-per-node", "tokens",
                 "redundant-experts", "sf-packs", "backend-version", "deepep-version", "num-sms", "device", "hbm")
 _PLAN_FLAGS = ("fp8", "bf16", "no-hybrid", "single-reduction", "no-nvlink")
+# The UCCL-EP, MORI-EP and pplx options and --topk-idx-bits (cli/_library_options.py,
+# cli/_options.py): values the library reads, never a file (``env`` is MORI's/pplx's variables
+# as NAME=VALUE text, repeatable, not the server's environment).
+_LIBRARY_VALUES = ("platform", "nic", "kernel-type", "max-total-recv-tokens", "quant-type", "dp-group-size",
+                   "num-scale-bytes", "max-token-type-size", "env", "topk-idx-bits")
+_LIBRARY_FLAGS = ("per-expert-batching",)
 
 #: API name -> (command, value options, switch options, accepts a config.json body).
 ENDPOINTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], bool]] = {
-    "hint": ("hint", _PLAN_VALUES + ("backend",), _PLAN_FLAGS + ("strict", "verbose"), True),
-    "layout": ("layout", _PLAN_VALUES + ("backend", "format"), _PLAN_FLAGS, True),
-    "compare": ("compare", _PLAN_VALUES + ("backends",), _PLAN_FLAGS, True),
-    "fit": ("fit", _PLAN_VALUES + ("budget", "backends"), _PLAN_FLAGS, True),
+    "hint": ("hint", _PLAN_VALUES + _LIBRARY_VALUES + ("backend", "budget"),
+             _PLAN_FLAGS + _LIBRARY_FLAGS + ("strict", "verbose"), True),
+    "layout": ("layout", _PLAN_VALUES + _LIBRARY_VALUES + ("backend", "format"), _PLAN_FLAGS + _LIBRARY_FLAGS, True),
+    "compare": ("compare", _PLAN_VALUES + _LIBRARY_VALUES + ("backends",), _PLAN_FLAGS + _LIBRARY_FLAGS, True),
+    "fit": ("fit", _PLAN_VALUES + _LIBRARY_VALUES + ("budget", "backends"), _PLAN_FLAGS + _LIBRARY_FLAGS, True),
     "sweep": ("sweep", ("model", "backends", "hidden", "topk", "experts", "ranks", "tokens", "dtype",
                         "gpus-per-node", "redundant-experts", "device", "hbm"), (), True),
     "models": ("models", (), (), True),
@@ -237,8 +244,13 @@ def _argv(name: str, params: list[tuple[str, str]], values, switches, repeatable
                 dropped_org = True
             argv.append(f"--{key}={value}")
         else:
-            allowed = ", ".join(sorted({*values, *switches} - {"format"})) or "none"
-            raise _Refused(400, f"unknown parameter {_short(key, 40)} for /api/{name}; allowed: {allowed}")
+            import difflib
+
+            known = sorted({*values, *switches} - {"format"})
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            raise _Refused(400, f"unknown parameter {_short(key, 40)} for /api/{name}"
+                                + (f"; did you mean {close[0]}?" if close else "")
+                                + f"; allowed: {', '.join(known) or 'none'}")
     return argv, dropped_org
 
 

@@ -209,7 +209,8 @@ def check_backend_options(args: argparse.Namespace, backends: tuple[str, ...], w
             where = f"the backend is {backends[0]}" + (f" ({why})" if why else "")
         else:
             where = f"none of {', '.join(backends)} reads it"
-        problems.append(Problem(dest, shown, f"only {', '.join(readers)} read {option}; {where}: remove it or "
+        verb = "reads" if len(readers) == 1 else "read"
+        problems.append(Problem(dest, shown, f"only {', '.join(readers)} {verb} {option}; {where}: remove it or "
                                              f"choose one of them with --backend{'s' if len(backends) > 1 else ''}"))
     packs = getattr(args, "sf_packs", None)
     if packs is not None and "ascend" in backends:

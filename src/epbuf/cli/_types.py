@@ -50,7 +50,30 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        prefix = "unrecognized arguments: "
+        words = message[len(prefix):].split() if message.startswith(prefix) else []
+        if words:  # the first one (a blank argument leaves none)
+            message += _closest(words[0].split("=", 1)[0], [o for a in self._actions for o in a.option_strings])
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def _check_value(self, action, value) -> None:
+        """argparse's refusal of an unknown choice (a command, ``--backend``, an engine), with the
+        nearest choice first: ``invalid choice: 'hnit'; did you mean hint? (choose from ...)``."""
+        if action.choices is not None and value not in action.choices:
+            choices = ", ".join(map(repr, action.choices))
+            raise argparse.ArgumentError(action, f"invalid choice: {shown(value)}"
+                                         f"{_closest(value, list(action.choices))} (choose from {choices})")
+
+
+def _closest(typed: object, names: list[str]) -> str:
+    """``"; did you mean NAME?"`` for the name nearest to ``typed`` (a typo), else ``""``."""
+    import difflib
+
+    if not isinstance(typed, str):
+        return ""
+    bare = {name.lstrip("-"): name for name in names}  # "--dtype" is not "--quant-type"
+    close = difflib.get_close_matches(typed.lstrip("-"), list(bare), n=1, cutoff=0.6)
+    return f"; did you mean {bare[close[0]]}?" if close else ""
 
 
 def shown(text: str, limit: int = 60) -> str:

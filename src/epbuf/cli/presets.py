@@ -18,10 +18,7 @@ _DESCRIPTIONS = {
 def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.description = _DESCRIPTIONS[command]
     p.add_argument("--json", action="store_true", help="machine-readable output (every field, sources included)")
-    if command != "versions":
-        add_wide_option(p)
-    else:
-        p.set_defaults(wide=False)
+    add_wide_option(p)
     p.set_defaults(run={"models": run_models, "devices": run_devices, "versions": run_versions}[command])
 
 
@@ -85,9 +82,13 @@ def run_versions(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"schema": "epbuf.versions/1", "backends": data})
         return 0
+    from ..render import wrap
+
+    width = output_width(args)
     for name, entry in data.items():
         sys.stdout.write(f"{name}\n")
         for vid, text in entry["versions"].items():
             mark = " (default)" if vid == entry["default"] else ""
-            sys.stdout.write(f"  {vid or '-'}{mark}: {text.removeprefix(vid + ': ')}\n")
+            line = f"{vid or '-'}{mark}: {text.removeprefix(vid + ': ')}"
+            sys.stdout.write("\n".join(wrap(line, width, indent="      ", first="  ")) + "\n")
     return 0

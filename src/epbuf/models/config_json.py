@@ -102,7 +102,8 @@ def read_model_config(path: str | os.PathLike, *, fill: dict | None = None) -> M
     Returns:
         A :class:`ModelSpec` with ``name`` = the config's ``model_type``, ``title`` = the
         Hugging Face repo id when the file lies in the HF cache, else the config's
-        ``_name_or_path``, else the folder's name; ``source`` = the file read and
+        ``_name_or_path``, else the folder's name (of a ``config.json``; another file: its
+        own name); ``source`` = the file read and
         ``notes`` = the keys used.
 
     Raises:
@@ -130,9 +131,11 @@ def read_model_config(path: str | os.PathLike, *, fill: dict | None = None) -> M
 
     text = read_config_text(file, fail)
     # Name the model by what it is: the cache's repo id, else the config's own _name_or_path,
-    # else its folder (a snapshot folder is a commit hash, never a name).
-    return _parse_config(text, file, fail, fill, title=repo_id_of(file),
-                         fallback_title=os.path.basename(os.path.dirname(os.path.abspath(file))))
+    # else the folder of a config.json (a checkout's name; a snapshot folder is a commit hash,
+    # never a name), else the file's own name (/tmp/cfg.json is not a model called "tmp").
+    folder = os.path.basename(os.path.dirname(os.path.abspath(file)))
+    fallback = folder if os.path.basename(file) == "config.json" else os.path.basename(file)
+    return _parse_config(text, file, fail, fill, title=repo_id_of(file), fallback_title=fallback)
 
 
 def parse_model_config(text: str | bytes, source: str = "config.json", *, fill: dict | None = None) -> ModelSpec:

@@ -161,6 +161,13 @@ function planParams(state, { backend = true } = {}) {
   return params;
 }
 
+// /api/hint's options: the plan and the budget (an allocation over it is a budget.exceeded error).
+function hintParams(state) {
+  const params = planParams(state);
+  if (state.budget) params.set('budget', state.budget);
+  return params;
+}
+
 // Placeholders show the values a field takes when left empty: the model's, else the CLI's defaults.
 function updatePlaceholders() {
   const model = presets.models[$('model').value];
@@ -231,6 +238,11 @@ function renderSummary(hint, command, state) {
   } else {
     $('share').textContent = 'choose a device (or its memory under more options) to see the share of it';
     meter.hidden = true;
+  }
+  if (hint.budget) {
+    const ofBudget = `${fixed2(hint.budget.share * 100)} % of the budget (${fmtBytes(hint.budget.num_bytes)})` +
+      (hint.budget.fits ? '' : ': over budget');
+    $('share').textContent = hint.device ? `${$('share').textContent}; ${ofBudget}` : ofBudget;
   }
   const needed = hint.num_bytes_needed;
   $('needed').textContent = String(needed) === String(hint.num_bytes)
@@ -305,11 +317,12 @@ function renderCompare(compare, current) {
   $('compare').replaceChildren(el('p', { class: 'note' }, 'Same plan, every backend (click one to show it).'), t);
 }
 
-function renderFit(fit, backend, budgetFromDevice) {
+function renderFit(fit, backend, command) {
   const r = fit.results[backend];
-  const target = budgetFromDevice ? `the device memory (${fmtBytes(fit.budget)}; no budget given)` : `a budget of ${fmtBytes(fit.budget)}`;
+  const target = `a budget of ${fmtBytes(fit.budget)}` + (fit.budget_note ? ` (${fit.budget_note})` : '');
   const out = $('fit');
   out.replaceChildren();
+  $('fit-command').textContent = command.replace(/ --json$/, '');
   if (!r || r.error) {
     out.append(`Largest tokens per rank within ${target}: `, el('strong', {}, 'not computed'), ` (${r ? r.error : 'no result'})`);
     return null;
@@ -421,18 +434,19 @@ async function update(gen) {
   const state = readForm();
   writeURL(state);
   try {
-    const hint = await api('/api/hint', planParams(state));
+    const hint = await api('/api/hint', hintParams(state));
     if (gen !== generation) return;
     showError('');
     renderSummary(hint.data, hint.command, state);
     renderFindings(hint.data);
     renderRegions(hint.data);
     const backend = hint.data.backend;
-    const budgetFromDevice = !state.budget && hint.data.device;
-    const budget = state.budget || (hint.data.device ? String(hint.data.device.num_bytes) : '');
+    // No budget but a device: /api/fit grants its default share of the device, as `epbuf fit
+    // --device` does, and says so in budget_note.
     const fitParams = planParams(state, { backend: false });
     fitParams.set('backends', backend);
-    if (budget) fitParams.set('budget', budget);
+    if (state.budget) fitParams.set('budget', state.budget);
+    const fitWanted = Boolean(state.budget || hint.data.device);
     const sweepParams = new URLSearchParams();
     for (const key of ['model', 'hidden', 'topk', 'experts', 'redundant-experts', 'device', 'hbm']) {
       if (key in state) sweepParams.set(key, state[key]);
@@ -445,7 +459,7 @@ async function update(gen) {
     sweepParams.set('dtype', state.bf16 ? 'bf16' : 'fp8');
     const bytemap = loadImage($('bytemap'), '/api/layout?' + new URLSearchParams([...planParams(state), ['format', 'svg']]));
     const [fit, sweep, compare] = await Promise.allSettled([
-      budget ? api('/api/fit', fitParams) : Promise.resolve(null),
+      fitWanted ? api('/api/fit', fitParams) : Promise.resolve(null),
       api('/api/sweep', sweepParams),
       api('/api/compare', planParams(state, { backend: false })),
     ]);
@@ -453,11 +467,13 @@ async function update(gen) {
     let fitValue = null;
     let budgetBytes = null;
     if (fit.status === 'fulfilled' && fit.value) {
-      fitValue = renderFit(fit.value.data, backend, budgetFromDevice);
-      budgetBytes = budgetFromDevice ? null : fit.value.data.budget;
+      fitValue = renderFit(fit.value.data, backend, fit.value.command);
+      budgetBytes = fit.value.data.budget;
     } else if (fit.status === 'rejected') {
       $('fit').textContent = `Budget: ${fit.reason.message}`;
+      $('fit-command').textContent = '';
     } else {
+      $('fit-command').textContent = '';
       $('fit').textContent = 'Give a budget per device (e.g. 8GiB) or choose a device to find the largest tokens per rank that fit.';
     }
     if (sweep.status === 'fulfilled') {
