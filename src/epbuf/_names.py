@@ -45,6 +45,15 @@ def _shown(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def closest(typed: str, names, *, cutoff: float = 0.6) -> str | None:
+    """The one name of ``names`` nearest to ``typed`` (a typo), or ``None``: difflib's ratio at
+    least ``cutoff``. Every "did you mean" of epbuf asks here."""
+    import difflib
+
+    close = difflib.get_close_matches(typed, list(names), n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
 def _suggest(index: dict, name: str) -> str:
     """``"did you mean a, b, c? "``: names that start with what was typed first, then difflib's nearest."""
     import difflib

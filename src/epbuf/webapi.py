@@ -244,12 +244,12 @@ def _argv(name: str, params: list[tuple[str, str]], values, switches, repeatable
                 dropped_org = True
             argv.append(f"--{key}={value}")
         else:
-            import difflib
+            from ._names import closest
 
             known = sorted({*values, *switches} - {"format"})
-            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            close = closest(key, known)
             raise _Refused(400, f"unknown parameter {_short(key, 40)} for /api/{name}"
-                                + (f"; did you mean {close[0]}?" if close else "")
+                                + (f"; did you mean {close}?" if close else "")
                                 + f"; allowed: {', '.join(known) or 'none'}")
     return argv, dropped_org
 

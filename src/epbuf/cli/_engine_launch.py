@@ -244,8 +244,7 @@ def unknown_options(extras: list[str], parser: argparse.ArgumentParser) -> list[
     Raises:
         InvalidArgumentError: one line naming the option and the option it resembles.
     """
-    import difflib
-
+    from .._names import closest
     from ..engines._knobs import EngineProblem
     from ..errors import InvalidArgumentError
 
@@ -267,11 +266,10 @@ def unknown_options(extras: list[str], parser: argparse.ArgumentParser) -> list[
         if flag in EPBUF_GPU_OPTIONS:
             raise InvalidArgumentError([EngineProblem(flag, value, "not an option of this engine: it does not use "
                                                                    "DeepEP (Ascend HCCL windows)")])
-        close = ([o for o in options if o.startswith(flag) and len(flag) > 3][:1]  # an abbreviation
-                 or difflib.get_close_matches(flag, own, n=1, cutoff=0.8)
-                 or difflib.get_close_matches(flag, sorted(knobs), n=1, cutoff=0.9))
+        close = (next((o for o in options if o.startswith(flag) and len(flag) > 3), None)  # an abbreviation
+                 or closest(flag, own, cutoff=0.8) or closest(flag, sorted(knobs), cutoff=0.9))
         if close:
-            raise InvalidArgumentError([EngineProblem(flag, value, f"unknown option; did you mean {close[0]}? "
+            raise InvalidArgumentError([EngineProblem(flag, value, f"unknown option; did you mean {close}? "
                                                                    "(epbuf takes options spelled out in full)")])
         if not eq and i < len(extras) and not _is_option(extras[i]):
             token = f"{token} {extras[i]}"

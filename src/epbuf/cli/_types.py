@@ -67,13 +67,13 @@ class Parser(argparse.ArgumentParser):
 
 def _closest(typed: object, names: list[str]) -> str:
     """``"; did you mean NAME?"`` for the name nearest to ``typed`` (a typo), else ``""``."""
-    import difflib
+    from .._names import closest
 
     if not isinstance(typed, str):
         return ""
     bare = {name.lstrip("-"): name for name in names}  # "--dtype" is not "--quant-type"
-    close = difflib.get_close_matches(typed.lstrip("-"), list(bare), n=1, cutoff=0.6)
-    return f"; did you mean {bare[close[0]]}?" if close else ""
+    close = closest(typed.lstrip("-"), bare)
+    return f"; did you mean {bare[close]}?" if close else ""
 
 
 def shown(text: str, limit: int = 60) -> str:

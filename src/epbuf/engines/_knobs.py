@@ -179,10 +179,10 @@ def parse_knob(knob: Knob, raw: object) -> object:
     if kind == "choice":
         value = str(raw).strip()
         if value not in knob.choices:
-            import difflib
+            from .._names import closest
 
-            close = difflib.get_close_matches(value, list(map(str, knob.choices)), n=1, cutoff=0.6)
-            _fail(knob.label, raw, (f"did you mean {close[0]}? " if close else "") + allowed)
+            close = closest(value, map(str, knob.choices))
+            _fail(knob.label, raw, (f"did you mean {close}? " if close else "") + allowed)
         return value
     if kind == "json":
         if isinstance(raw, dict):
