@@ -124,8 +124,17 @@ def bytes_cell(num_bytes: int) -> str:
     return f"{format_int(num_bytes)} B ({format_bytes(num_bytes)})"
 
 
+# Input keys JSON keeps under two names for schema stability (the older name stays), shown once in
+# text when both say the same: key -> the name it repeats.
+_REPEATED_INPUTS = {"deepep_version": "version", "scaleup_is_nvlink": "is_scaleup_nvlink"}
+
+
 def render_inputs(inputs: dict) -> str:
-    return ", ".join(f"{k}={value_text(v)}" for k, v in inputs.items() if v is not None)
+    """``name=value, ...`` of a report's inputs, without ``None`` values and repeated names."""
+    def repeated(k, v):
+        twin = _REPEATED_INPUTS.get(k)
+        return twin is not None and twin in inputs and inputs[twin] == v
+    return ", ".join(f"{k}={value_text(v)}" for k, v in inputs.items() if v is not None and not repeated(k, v))
 
 
 def value_text(v: object) -> str:
