@@ -395,6 +395,11 @@ def test_cli_text_plot_and_saved_routing(tmp_path, capsys):
     (["--network", "bogus"], "--network"),
     (["--ranks", "16", "--device", "ascend-910b"], "give --rdma-gbps"),
     (["--hbm", "80GB"], "not used by simulate"),
+    # an audit found these accepted: inf times, "Infinity" in the JSON, a PNG written to x.txt
+    (["--latency-us", "inf"], "--latency-us (latency_us) = inf: allowed a finite number >= 0"),
+    (["--nvlink-gbps", "inf"], "--nvlink-gbps (nvlink_gbps) = inf: allowed a finite number >= 1e-06"),
+    (["--rdma-gbps", "1e-320"], "--rdma-gbps (rdma_gbps) = 1e-320: allowed a finite number >= 1e-06"),
+    (["--plot", "traffic.txt"], "--plot: traffic.txt: choose the format by the extension: .png, .svg, .pdf"),
 ])
 def test_cli_errors_are_one_line(argv, text, capsys):
     status, out, err = _run(["simulate", "--topk", "8", "--tokens", "4096", "--num-tokens", "16", *argv], capsys)
@@ -568,3 +573,14 @@ def test_ascend_and_low_latency_match_a_token_by_token_walk(n, k, seed):
     recv = [u for u in ll.regions if u.region.startswith("recv buffer")]
     for u, table in zip(recv, (ll_recv, ll_combine)):
         assert u.used_slots == tuple(table.sum(axis=1)) and u.peak_row_slots == table.max(), (u.phase, u.region)
+
+
+def test_link_numbers_must_be_finite_and_long_times_print_in_seconds():
+    with pytest.raises(InvalidArgumentError, match=r"latency_us\) = 10+: allowed a finite number >= 0"):
+        custom_links(get_links("h800"), latency_us=10 ** 309)  # an int beyond any float
+    with pytest.raises(InvalidArgumentError, match=r"nvlink_gbps\) = nan: allowed a finite number"):
+        custom_links(get_links("h800"), nvlink_gbps=float("nan"))
+    from epbuf.simulate.render import render_simulation
+
+    sim = simulate(_plan(), "ascend", Routing(HAND, 4), links=custom_links(get_links("h800"), latency_us=1e12))
+    assert "  dispatch     1e+06 s  bound by rank 0" in render_simulation(sim)  # not 1,000,000,000.000 ms
