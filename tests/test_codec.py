@@ -112,6 +112,76 @@ def test_the_largest_ascend_slot_fits_the_default_hint_exactly():
         assert all(np.array_equal(back[k].view(np.uint8), v.view(np.uint8)) for k, v in values.items())
 
 
+def _getter_offsets(token_layout) -> dict:
+    """Each field's offset in a record as the backend's ``TokenLayout`` getters give it (not
+    the report's ``RecordLayout``, which the codec reads)."""
+    names = ("sf", "topk_idx", "topk_weights", "src_token_global_idx", "linked_list_idx")
+    return {"hidden": 0, **{n: getattr(token_layout, f"{n}_offset") for n in names
+                            if hasattr(token_layout, f"{n}_offset")}}
+
+
+@pytest.mark.parametrize("fp8,hidden,topk", [(True, 7168, 6), (False, 7168, 8), (True, 2880, 1)])
+def test_packed_bytes_sit_where_the_ascend_layout_puts_them(fp8, hidden, topk):
+    """Independent of unpack: after pack into ``region_slots``' slot (r, t), each field's bytes
+    are at ``BufferLayout.slot_offset(r, t) + TokenLayout.<field>_offset`` of the backend's own
+    layout objects (``backends.ascend.sizes``), and the grid's slot offsets are the backend's."""
+    from epbuf.backends.ascend.sizes import actual_num_sf_packs, combine_buffer_layout, dispatch_buffer_layout
+
+    ranks, tokens = 4, 16
+    p = plan(hidden=hidden, num_topk=topk, num_experts=64, num_ranks=ranks, num_max_tokens_per_rank=tokens,
+             use_fp8_dispatch=fp8)
+    rep = epbuf.report(p, "ascend")
+    backend = {"dispatch": dispatch_buffer_layout(tokens, hidden, actual_num_sf_packs(hidden, fp8), topk,
+                                                  1 if fp8 else 2, ranks),
+               "combine": combine_buffer_layout(ranks, tokens, hidden, topk)}
+    rng = np.random.default_rng(hidden + topk)
+    for name, layout in backend.items():
+        grid = region_slots(rep, name)
+        assert grid.record.num_bytes == layout.num_bytes_per_token and (grid.rows, grid.slots) == (
+            layout.num_ranks, layout.num_max_tokens_per_rank)
+        cells = [(0, 0), (layout.num_ranks - 1, tokens - 1), (min(1, layout.num_ranks - 1), 3)]
+        buffer = np.zeros(grid.buffer.num_bytes, dtype=np.uint8)
+        values = random_fields(grid.record, len(cells), rng)
+        pack(grid.record, out=buffer, slots=[grid.slot_index(r, t) for r, t in cells], **values)
+        offsets = _getter_offsets(layout.token_layout)
+        assert set(values) <= set(offsets)
+        for i, (r, t) in enumerate(cells):
+            base = layout.slot_offset(r, t)
+            assert grid.slot_offset(r, t) == base
+            for field, value in values.items():
+                expected = value[i].view(np.uint8)
+                start = base + offsets[field]
+                assert np.array_equal(buffer[start:start + expected.size], expected), (name, field, r, t)
+
+
+@pytest.mark.parametrize("version,fp8", [("2026-04", True), ("2026-07", False), ("refactor", True)])
+def test_packed_bytes_sit_where_the_deepep_v2_layout_puts_them(version, fp8):
+    """The same for DeepEP V2's records: byte positions from ``backends.deepep_v2.records``'
+    ``TokenLayout`` getters, slot ``i`` at ``i * num_bytes()``."""
+    from epbuf.backends.deepep_v2.records import (actual_num_sf_packs, get_combine_token_layout,
+                                                  get_dispatch_token_layout)
+
+    hidden, topk = 7168, 8
+    rep = epbuf.report(plan(hidden=hidden, num_topk=topk, version=version, use_fp8_dispatch=fp8), "deepep-v2")
+    backend = {"dispatch": get_dispatch_token_layout(hidden, 1 if fp8 else 2, actual_num_sf_packs(hidden, fp8), topk,
+                                                     version=version),
+               "combine": get_combine_token_layout(hidden, 2, topk, version=version)}
+    rng = np.random.default_rng(7)
+    for name, token_layout in backend.items():
+        record = rep.record(name)
+        assert record.num_bytes == token_layout.num_bytes()
+        slots = [0, 5, 2]
+        values = random_fields(record, len(slots), rng)
+        buffer = pack(record, out=np.zeros(6 * record.num_bytes, np.uint8), slots=slots, **values)
+        offsets = _getter_offsets(token_layout)
+        assert set(values) <= set(offsets) and "topk_weights" in values
+        for i, slot in enumerate(slots):
+            for field, value in values.items():
+                expected = value[i].view(np.uint8)
+                start = slot * token_layout.num_bytes() + offsets[field]
+                assert np.array_equal(buffer[start:start + expected.size], expected), (name, field, slot)
+
+
 @settings(max_examples=60, deadline=None)
 @given(backend=st.sampled_from(["ascend", "deepep-v2"]), hidden32=st.integers(1, 240), topk=st.integers(1, 32),
        fp8=st.booleans(), num_tokens=st.integers(0, 12), array=st.sampled_from(["numpy", "torch"]),

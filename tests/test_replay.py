@@ -126,6 +126,21 @@ def test_cli_replay_bad_input_is_one_line(capsys):
     assert code == 2 and err.count("\n") == 1 and "--hidden (hidden) = 3000000000" in err
 
 
+@pytest.mark.parametrize("argv,message", [
+    (["--backend-version", "2026-07"], "--backend-version (version) = '2026-07': only deepep-v2"),
+    (["--no-hybrid"], "only deepep-v2 read --no-hybrid; the backend is ascend (replay replays DeepEP-Ascend): "
+                      "remove it\n"),
+    (["--env", "MORI_EP_COMM=1"], "only mori-ep, pplx read --env"),
+    (["--device", "h200"], "--device (device) = 'h200': not used by replay"),
+    (["--hbm", "8GiB"], "--hbm (hbm) = '8GiB': not used by replay"),
+    (["--bf16", "--sf-packs", "3"], "with --bf16 none are sent"),
+])
+def test_cli_replay_refuses_options_it_would_ignore(capsys, argv, message):
+    """An audit found replay accepting (and ignoring) other backends' options and --device."""
+    code, out, err = run_main(capsys, "replay", *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
+
+
 def test_replay_stays_standard_library_only():
     probe = ("import sys, io, contextlib\nfrom epbuf.cli import main\n"
              "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['replay', '--hidden', '7000']) == 0\n"

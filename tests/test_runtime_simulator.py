@@ -244,6 +244,9 @@ def test_buffer_checks_on_a_one_rank_group(tmp_path):
         needed = Simulator(one).layout
         with pytest.raises(InvalidArgumentError, match=r"num_bytes = 100: allowed >= "):
             Buffer(None, one, num_bytes=100)
+        for bad in (float("inf"), float("nan"), 10 ** 30, 0, True):  # inf raised a bare OverflowError
+            with pytest.raises(InvalidArgumentError, match=r"^timeout = .*: seconds, > 0 and <= 86,400"):
+                Buffer(None, one, timeout=bad)
         buffer = Buffer(None, one, timeout=5)
         assert buffer.num_bytes == needed.num_bytes == epbuf.report(one, "ascend").buffer("EP buffer").num_bytes
         x = torch.randn(3, 256).to(torch.bfloat16)
@@ -304,3 +307,17 @@ def test_combine_sums_from_plus_zero_bit_for_bit(array, self_bypass):
     expected = expected.to(torch.bfloat16).view(torch.int16)
     assert torch.equal(got, expected)
     assert not got[0].any()  # +0.0, not -0.0
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(timeout=float("inf")), r"^timeout = inf: seconds, > 0 and <= 86,400"),
+    (dict(collective_timeout=-1), r"^collective_timeout = -1: seconds"),
+    (dict(num_ranks=0), r"num_ranks\) = 0: allowed >= 1"),
+])
+def test_run_gloo_checks_its_arguments_before_spawning(kwargs, message):
+    from epbuf.runtime.testing import run_gloo
+
+    args = dict(num_ranks=1)
+    args.update(kwargs)
+    with pytest.raises(InvalidArgumentError, match=message):
+        run_gloo(print, args.pop("num_ranks"), **args)

@@ -395,6 +395,11 @@ def test_cli_text_plot_and_saved_routing(tmp_path, capsys):
     (["--network", "bogus"], "--network"),
     (["--ranks", "16", "--device", "ascend-910b"], "give --rdma-gbps"),
     (["--hbm", "80GB"], "not used by simulate"),
+    # an audit found these accepted: inf times, "Infinity" in the JSON, a PNG written to x.txt
+    (["--latency-us", "inf"], "--latency-us (latency_us) = inf: allowed a finite number >= 0"),
+    (["--nvlink-gbps", "inf"], "--nvlink-gbps (nvlink_gbps) = inf: allowed a finite number >= 1e-06"),
+    (["--rdma-gbps", "1e-320"], "--rdma-gbps (rdma_gbps) = 1e-320: allowed a finite number >= 1e-06"),
+    (["--plot", "traffic.txt"], "--plot: traffic.txt: choose the format by the extension: .png, .svg, .pdf"),
 ])
 def test_cli_errors_are_one_line(argv, text, capsys):
     status, out, err = _run(["simulate", "--topk", "8", "--tokens", "4096", "--num-tokens", "16", *argv], capsys)
@@ -526,3 +531,56 @@ def test_console_script_simulate():
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["schema"] == "epbuf.simulate/1"
+
+
+@pytest.mark.parametrize("n,k,seed", [(4, 3, 0), (2, 4, 1), (8, 8, 2)])
+def test_ascend_and_low_latency_match_a_token_by_token_walk(n, k, seed):
+    """simulate()'s used slots, fullest rows and messages for DeepEP-Ascend (combine in the
+    top-k-lane layout when ranks >= top-k, the rank layout otherwise) and the low-latency
+    per-expert slots equal a plain Python walk over every token, independent of RoutingStats."""
+    t, per_rank = 12, 2
+    e = n * per_rank
+    r = generate("uniform", num_ranks=n, num_tokens=t, num_experts=e, num_topk=k, seed=seed, masked_ratio=0.25)
+    plan = epbuf.Plan(hidden=2048, num_topk=k, num_experts=e, num_ranks=n, num_max_tokens_per_rank=t,
+                      num_ranks_per_node=n)
+    d_recv = np.zeros((n, n), int)        # at destination d, row = source rank
+    c_reduce = np.zeros((n, min(k, n)), int)  # at source s, row = expert rank (n < k) or master lane
+    pairs, local = np.zeros((n, n), int), np.zeros(n, int)
+    ll_recv = np.zeros((n, per_rank * n), int)  # at d, row = (local expert, source rank)
+    ll_combine = np.zeros((n, e), int)    # at s, row = global expert
+    for s in range(n):
+        for token in r.topk_idx[s].tolist():
+            last = {}
+            for j, x in enumerate(token):
+                if x >= 0:
+                    last[x // per_rank] = j
+                    ll_recv[x // per_rank, (x % per_rank) * n + s] += 1
+                    ll_combine[s, x] += 1
+            for d, j in last.items():
+                d_recv[d, s] += 1
+                c_reduce[s, d if n < k else j] += 1
+                if d == s:
+                    local[s] += 1
+                else:
+                    pairs[s, d] += 1
+    sim = simulate(plan, "ascend", r)
+    for u, table in zip(sim.regions, (d_recv, c_reduce)):
+        assert u.used_slots == tuple(table.sum(axis=1)) and u.peak_row_slots == table.max(), u.region
+    d, c = sim.traffic
+    assert np.array_equal(np.array(d.pair_messages), pairs) and d.local_messages == tuple(local)
+    assert np.array_equal(np.array(c.pair_messages), pairs.T)
+    ll = simulate(plan, "deepep-ll", r)
+    recv = [u for u in ll.regions if u.region.startswith("recv buffer")]
+    for u, table in zip(recv, (ll_recv, ll_combine)):
+        assert u.used_slots == tuple(table.sum(axis=1)) and u.peak_row_slots == table.max(), (u.phase, u.region)
+
+
+def test_link_numbers_must_be_finite_and_long_times_print_in_seconds():
+    with pytest.raises(InvalidArgumentError, match=r"latency_us\) = 10+: allowed a finite number >= 0"):
+        custom_links(get_links("h800"), latency_us=10 ** 309)  # an int beyond any float
+    with pytest.raises(InvalidArgumentError, match=r"nvlink_gbps\) = nan: allowed a finite number"):
+        custom_links(get_links("h800"), nvlink_gbps=float("nan"))
+    from epbuf.simulate.render import render_simulation
+
+    sim = simulate(_plan(), "ascend", Routing(HAND, 4), links=custom_links(get_links("h800"), latency_us=1e12))
+    assert "  dispatch     1e+06 s  bound by rank 0" in render_simulation(sim)  # not 1,000,000,000.000 ms

@@ -192,11 +192,13 @@ def _given(value: object) -> bool:
     return value is not None and value != []
 
 
-def check_backend_options(args: argparse.Namespace, backends: tuple[str, ...], why: str = "") -> None:
+def check_backend_options(args: argparse.Namespace, backends: tuple[str, ...], why: str = "",
+                          can_choose: bool = True) -> None:
     """Refuse, in one line, the options none of ``backends`` reads (``--no-hybrid`` with
     ``deepep-ll``, ``--backend-version`` with ``ascend``) and ``--sf-packs`` where it means
     nothing (BF16 dispatch sends no scale factors; an FP8 dispatch sends at least one pack).
-    ``why`` says where the backend came from (``"chosen for NVIDIA H200"``)."""
+    ``why`` says where the backend came from (``"chosen for NVIDIA H200"``); ``can_choose=False``
+    for a command without ``--backend`` (the message then does not suggest it)."""
     from ..errors import InvalidArgumentError, Problem
 
     problems = []
@@ -210,8 +212,8 @@ def check_backend_options(args: argparse.Namespace, backends: tuple[str, ...], w
         else:
             where = f"none of {', '.join(backends)} reads it"
         verb = "reads" if len(readers) == 1 else "read"
-        problems.append(Problem(dest, shown, f"only {', '.join(readers)} {verb} {option}; {where}: remove it or "
-                                             f"choose one of them with --backend{'s' if len(backends) > 1 else ''}"))
+        choose = f" or choose one of them with --backend{'s' if len(backends) > 1 else ''}" if can_choose else ""
+        problems.append(Problem(dest, shown, f"only {', '.join(readers)} {verb} {option}; {where}: remove it{choose}"))
     packs = getattr(args, "sf_packs", None)
     if packs is not None and "ascend" in backends:
         if not getattr(args, "fp8", True):

@@ -33,7 +33,8 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     k.add_argument("--rdma-gbps", type=float, help="scale-out GB/s per rank and direction")
     k.add_argument("--latency-us", type=float, help="latency per link in microseconds")
     p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.simulate/1)")
-    p.add_argument("--plot", metavar="FILE", help="write the traffic heatmap and occupancy bars (PNG; needs epbuf[plot])")
+    p.add_argument("--plot", metavar="FILE",
+                   help="write the traffic heatmap and occupancy bars (.png, .svg or .pdf; needs epbuf[plot])")
     p.set_defaults(run=run)
 
 
@@ -85,6 +86,10 @@ def run(args: argparse.Namespace) -> int:
         from ..errors import InvalidArgumentError, Problem
 
         raise InvalidArgumentError([Problem("hbm", args.hbm, "not used by simulate; --device names the link preset")])
+    if args.plot:  # its format, before the simulation runs
+        from ..plot import plot_format
+
+        plot_format(args.plot)
     backend, why = _backend(args)
     check_backend_options(args, (backend,), why)
     plan = plan_from_args(args)

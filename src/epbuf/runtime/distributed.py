@@ -38,6 +38,7 @@ from __future__ import annotations
 from ..codec._arrays import torch_ops
 from ..errors import ArgumentProblem, EpbufError, InvalidArgumentError
 from ._core import CombineResult, DispatchResult, Handle, PeerError, RankState, RuntimeLayout
+from .testing import check_seconds
 
 __all__ = ["Buffer"]
 
@@ -53,7 +54,7 @@ class Buffer:
         backend: whose layout and size hint to use; its report must give the dispatch and
             combine regions a ``(rows, slots)`` shape (``"ascend"``).
         num_bytes: the buffer size (default: the hint); smaller than the layout needs is an error.
-        timeout: seconds each collective may take before :class:`PeerError`.
+        timeout: seconds each collective may take before :class:`PeerError` (0 < timeout <= 86,400).
         device: where the buffer lives (default: CPU for gloo, the current CUDA device otherwise).
 
     Raises:
@@ -83,9 +84,7 @@ class Buffer:
             raise InvalidArgumentError([ArgumentProblem(
                 "num_bytes", num_bytes, f"allowed >= {needed:,} (the dispatch and combine regions of the "
                                         f"{backend} layout; its hint is {self.layout.num_bytes:,})")])
-        if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0):
-            raise InvalidArgumentError([ArgumentProblem("timeout", timeout, "seconds, > 0")])
-        self.timeout = float(timeout)
+        self.timeout = check_seconds("timeout", timeout)
         from datetime import timedelta
 
         self._timeout_delta = timedelta(seconds=self.timeout)

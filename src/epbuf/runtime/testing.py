@@ -23,7 +23,7 @@ import traceback
 
 from ..errors import EpbufError
 
-__all__ = ["run_gloo", "RankFailure"]
+__all__ = ["run_gloo", "RankFailure", "check_seconds"]
 
 
 class RankFailure(EpbufError):
@@ -32,6 +32,23 @@ class RankFailure(EpbufError):
 
 def _loopback() -> str | None:
     return {"linux": "lo", "darwin": "lo0"}.get(sys.platform)
+
+
+#: The longest timeout accepted, in seconds (one day): every wait is bounded, so a dead peer
+#: never hangs the caller; beyond ``datetime.timedelta``'s range a timeout would not convert.
+MAX_TIMEOUT_SECONDS = 86_400
+
+
+def check_seconds(argument: str, value: object) -> float:
+    """``value`` as float seconds when it is a real number in ``(0, MAX_TIMEOUT_SECONDS]``,
+    else :class:`~epbuf.errors.InvalidArgumentError` naming ``argument`` (an audit found
+    ``timeout=inf`` raising a bare ``OverflowError``)."""
+    from ..errors import ArgumentProblem, InvalidArgumentError
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= MAX_TIMEOUT_SECONDS:
+        return float(value)
+    raise InvalidArgumentError([ArgumentProblem(argument, value, f"seconds, > 0 and <= {MAX_TIMEOUT_SECONDS:,} "
+                                                                 "(every wait is bounded)")])
 
 
 def _worker(fn, rank: int, num_ranks: int, store: str, queue, args: tuple, collective_timeout: float) -> None:
@@ -70,6 +87,11 @@ def run_gloo(fn, num_ranks: int, *args, timeout: float = 120.0, collective_timeo
         RankFailure: a rank raised (its traceback is in the message), exited without a
             result, or the run outlasted ``timeout`` seconds.
     """
+    from ..errors import check_int
+
+    check_int("num_ranks", num_ranks, 1)
+    timeout, collective_timeout = check_seconds("timeout", timeout), check_seconds("collective_timeout",
+                                                                                   collective_timeout)
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     results: dict[int, tuple[bool, object]] = {}

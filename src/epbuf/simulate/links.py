@@ -12,6 +12,8 @@ latency, :data:`DEFAULT_LATENCY_US` is used and the source says so.
 
 from __future__ import annotations
 
+import math
+
 from ..errors import InvalidArgumentError, Problem, UnknownNameError
 from .records import LinkSpec
 
@@ -116,6 +118,22 @@ def get_links(name: str) -> LinkSpec:
                            "(or give --nvlink-gbps / --rdma-gbps / --latency-us)")
 
 
+#: The smallest bandwidth accepted (1 kB/s): below it, bytes / bandwidth of a large step
+#: overflows a float to ``inf`` (``Infinity`` in the JSON, which is not JSON).
+MIN_GBPS = 1e-6
+
+
+def _finite(value: object) -> bool:
+    """A real number, not a bool, neither NaN nor infinite (an infinite bandwidth or latency
+    would print ``inf`` times and ``Infinity`` in the JSON, which is not JSON)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an int beyond any float
+        return False
+
+
 def custom_links(base: LinkSpec, *, nvlink_gbps: float | None = None, rdma_gbps: float | None = None,
                  latency_us: float | None = None, network: str | None = None) -> LinkSpec:
     """``base`` with the given numbers replaced; ``network`` replaces the scale-out link with
@@ -126,11 +144,10 @@ def custom_links(base: LinkSpec, *, nvlink_gbps: float | None = None, rdma_gbps:
     """
     problems = []
     for argument, value in (("nvlink_gbps", nvlink_gbps), ("rdma_gbps", rdma_gbps)):
-        if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0):
-            problems.append(Problem(argument, value, "allowed a number > 0 (GB/s, one direction)"))
-    if latency_us is not None and not (isinstance(latency_us, (int, float)) and not isinstance(latency_us, bool)
-                                       and latency_us >= 0):
-        problems.append(Problem("latency_us", latency_us, "allowed a number >= 0 (microseconds)"))
+        if value is not None and not (_finite(value) and value >= MIN_GBPS):
+            problems.append(Problem(argument, value, f"allowed a finite number >= {MIN_GBPS:g} (GB/s, one direction)"))
+    if latency_us is not None and not (_finite(latency_us) and latency_us >= 0):
+        problems.append(Problem("latency_us", latency_us, "allowed a finite number >= 0 (microseconds)"))
     if network is not None and network.lower() not in NETWORKS:
         problems.append(Problem("network", network, f"known: {', '.join(NETWORKS)}"))
     if problems:

@@ -1,5 +1,5 @@
 """``epbuf simulate --plot FILE``: the rank x rank dispatch traffic heatmap beside the
-per-region occupancy bars (matplotlib, the extra ``epbuf[plot]``; PNG, or SVG by suffix)."""
+per-region occupancy bars (matplotlib, the extra ``epbuf[plot]``; PNG, SVG or PDF by the suffix)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ __all__ = ["plot_simulation"]
 def plot_simulation(sim: Simulation, path: str) -> None:
     """Draw ``sim`` and write ``path`` atomically."""
     from ..io import write_atomic
-    from ..plot import _pyplot
+    from ..plot import _pyplot, plot_format
     from ..routing import numpy
 
+    fmt = plot_format(path)  # .png, .svg or .pdf; refused before anything is drawn
     np = numpy()
     plt = _pyplot()
     dispatch = sim.phase_traffic("dispatch")
@@ -75,7 +76,6 @@ def plot_simulation(sim: Simulation, path: str) -> None:
                  f"{r.num_experts}, routing {r.name}" + (f" (seed {r.seed})" if r.seed is not None else ""),
                  fontsize=12)
     fig.subplots_adjust(left=0.05, right=0.98, top=0.85, bottom=0.16)
-    fmt = "svg" if str(path).lower().endswith(".svg") else "png"
     try:
         write_atomic(path, lambda f: fig.savefig(f, format=fmt), binary=True, option="--plot")
     finally:

@@ -19,6 +19,8 @@ def _gb(num_bytes: float) -> str:
 
 
 def _time(seconds: float) -> str:
+    if seconds >= 1e3:  # a bandwidth given as a tiny number: no 300-digit millisecond count
+        return f"{seconds:.4g} s"
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.3f} ms"
     return f"{seconds * 1e6:.1f} us"
