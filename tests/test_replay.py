@@ -128,7 +128,7 @@ def test_cli_replay_bad_input_is_one_line(capsys):
 
 @pytest.mark.parametrize("argv,message", [
     (["--backend-version", "2026-07"], "--backend-version (version) = '2026-07': only deepep-v2"),
-    (["--no-hybrid"], "only deepep-v2 read --no-hybrid; the backend is ascend (replay replays DeepEP-Ascend): "
+    (["--no-hybrid"], "only deepep-v2 reads --no-hybrid; the backend is ascend (replay replays DeepEP-Ascend): "
                       "remove it\n"),
     (["--env", "MORI_EP_COMM=1"], "only mori-ep, pplx read --env"),
     (["--device", "h200"], "--device (device) = 'h200': not used by replay"),
