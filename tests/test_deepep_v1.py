@@ -1022,3 +1022,59 @@ def test_summarize_low_latency_across_token_counts(p, t1, t2):
         fast, full = fast_and_full("low_latency", q)
         assert fast == full
 
+
+
+# ======================================================================================
+# What Buffer's constructor allocates besides the hints (memory.py)
+# ======================================================================================
+@pytest.mark.parametrize(("version", "metadata", "names"), [
+    # buffer.hpp:101-103 @dd758ca: 8 x sizeof(int) + 8 x sizeof(void*) + 8 x sizeof(int*) = 32 + 64 + 64
+    ("main", 160, ["barrier signals", "buffer pointers", "barrier signal pointers"]),
+    ("8da2d7b", 160, ["barrier signals", "buffer pointers", "barrier signal pointers"]),  # #200 removes the FIFO
+    ("v1.1.0", 160, ["barrier signals", "buffer pointers", "barrier signal pointers"]),
+    # deep_ep.cpp:22-24 @ebfe47e: sizeof(int) x NUM_MAX_FIFO_SLOTS 32,768 + 8 x 8 + 8 x 8
+    ("ll0", 131_072 + 64 + 64, ["task FIFO", "buffer pointers", "task FIFO pointers"]),
+    ("a16af40", 131_072 + 64 + 64, ["task FIFO", "buffer pointers", "task FIFO pointers"]),  # 8da2d7b's parent
+])
+def test_constructor_allocations_follow_buffer_hpp(version, metadata, names):
+    """The NVL allocation is num_nvl_bytes + the metadata tables, only when num_nvl_bytes > 0
+    (buffer.hpp:132-135); the workspace is LEGACY_NUM_WORKSPACE_BYTES = 32 MiB (:148-150,
+    compiled.cuh:7); the hints do not move."""
+    r = report(plan(ranks=16, version=version), "deepep-v1")
+    nvl_hint, rdma_hint = r.quantity("num_nvl_bytes"), r.quantity("num_rdma_bytes")
+    nvl = r.buffer("NVL buffer")
+    assert [x.name for x in nvl.regions[-3:]] == names
+    assert nvl.num_bytes == nvl.num_bytes_needed == nvl_hint + metadata == nvl_hint + v1.nvl_metadata_num_bytes(
+        v1.get_version(version))
+    assert r.buffer("RDMA buffer").num_bytes == rdma_hint
+    assert r.buffer("workspace").num_bytes == 32 * 1024 * 1024 == v1.NUM_WORKSPACE_BYTES
+    assert r.num_bytes == nvl_hint + rdma_hint + metadata + 33_554_432
+    assert summary_of(r) == v1.summarize_normal(plan(ranks=16, version=version))
+    # low latency: Buffer(group, 0, num_rdma_bytes, low_latency_mode=True) (docs/legacy.md:256): no NVL allocation
+    ll = report(plan(ranks=16, version=version), "deepep-ll")
+    assert [b.name for b in ll.buffers] == ["RDMA buffer", "workspace"]
+    assert ll.num_bytes == ll.buffer("RDMA buffer").num_bytes + 33_554_432
+
+
+def test_default_hint_total_is_the_hints_plus_the_constructor():
+    """`epbuf hint --backend deepep-v1 --topk 8 --ranks 16`: 469,561,728 B of hints (NVL 377,673,984 +
+    RDMA 91,887,744, docs/derivations/deepep_v1.md §8.1) + 160 + 33,554,432."""
+    r = report(plan(ranks=16, hidden=7168, tokens=4096), "deepep-v1")
+    assert r.quantity("num_nvl_bytes") + r.quantity("num_rdma_bytes") == 469_561_728
+    assert r.num_bytes == r.num_bytes_needed == 469_561_728 + 160 + 33_554_432 == 503_116_320
+
+
+def test_uccl_ep_and_deepep_v1_compare_evenly():
+    """The same config through UCCL-EP (DeepEP V1's hints, the same constructor rows with
+    max_nvl_peers = 8) and DeepEP V1: the only device difference is UCCL's proxies and runtime."""
+    from epbuf import compare
+    p = plan(ranks=16, hidden=7168, tokens=4096, version=None)
+    reps = compare(p, ["uccl-ep", "deepep-v1"])
+    uccl, deepep = reps["uccl-ep"], reps["deepep-v1"]
+    for name in ("NVL buffer", "RDMA buffer", "workspace"):
+        assert uccl.buffer(name).num_bytes == deepep.buffer(name).num_bytes, name
+        assert [x.name for x in uccl.buffer(name).regions] == [x.name for x in deepep.buffer(name).regions], name
+    runtime = uccl.buffer("UCCL proxies and runtime").num_bytes
+    assert runtime == 84_072  # docs/derivations/uccl_ep.md §4.1
+    assert uccl.num_bytes - deepep.num_bytes == runtime  # 503,200,392 - 503,116,320
+    assert (uccl.num_bytes, deepep.num_bytes) == (503_200_392, 503_116_320)
