@@ -338,7 +338,7 @@ def test_recipe(case, expected):
     assert got == expected
     if hidden_bytes == 14336:  # the report follows the recipe with hidden 7168 (FP8 counts as 2 B)
         r = report(plan(ranks=ranks, num_sms=num_sms, version=version), "deepep-v1")
-        assert (r.buffer("NVL buffer").num_bytes, r.buffer("RDMA buffer").num_bytes) == expected
+        assert (r.quantity("num_nvl_bytes"), r.quantity("num_rdma_bytes")) == expected
 
 
 @pytest.mark.parametrize(("version", "ranks", "row"), [
@@ -576,8 +576,9 @@ def test_ll5_logfmt_space_can_break_the_int4_assert():
 # ======================================================================================
 def test_report_normal_shape():
     r = report(plan(ranks=16, num_sms=24), "deepep-v1")
-    assert [b.name for b in r.buffers] == ["NVL buffer", "RDMA buffer"]
-    assert all(b.rule == "sum" and b.alignment == 128 for b in r.buffers)
+    assert [b.name for b in r.buffers] == ["NVL buffer", "RDMA buffer", "workspace"]
+    # the hints round to 128 B; the NVL allocation appends the constructor's metadata (memory.py)
+    assert all(b.rule == "sum" for b in r.buffers) and r.buffer("RDMA buffer").alignment == 128
     assert "num_max_tokens_per_rank" not in r.inputs
     assert r.inputs["hidden_bytes"] == 14336 and r.inputs["dispatch_config"] == [24, 36, 288, 20, 140]
     assert "dd758caf451848bd150e1046af3d0a73e5fff38d" in r.upstream
@@ -595,7 +596,7 @@ def test_report_normal_shape():
 def test_report_normal_intranode():
     r = report(plan(ranks=8), "deepep-v1")
     assert r.buffer("RDMA buffer").num_bytes == 0
-    assert r.buffer("NVL buffer").num_bytes == 335_709_824  # docs/derivations/deepep_v1.md §8.1, num_sms 20
+    assert r.quantity("num_nvl_bytes") == 335_709_824  # docs/derivations/deepep_v1.md §8.1, num_sms 20
     assert "deepep-v1.intranode" in {f.code for f in r.findings}
     assert [x.name for x in r.records] == ["NVL hint slot"]
 
@@ -613,10 +614,10 @@ def test_report_normal_breaks_limits():
 def test_report_normal_with_config_override():
     config = cfg(*PR434_CONFIG)
     r = report(plan(ranks=16, hidden=3584, fp8=False, deepep_config=config), "deepep-v1")  # 3584 x 2 = 7168 B
-    assert (r.buffer("NVL buffer").num_bytes, r.buffer("RDMA buffer").num_bytes) == (453_380_736, 56_774_016)
+    assert (r.quantity("num_nvl_bytes"), r.quantity("num_rdma_bytes")) == (453_380_736, 56_774_016)
     assert r.inputs["deepep_config"] == [24, 8, 512, 16, 128]
     r = report(plan(ranks=16, hidden=3584, deepep_config=config, version="pr434"), "deepep-v1")
-    assert (r.buffer("NVL buffer").num_bytes, r.buffer("RDMA buffer").num_bytes) == (429_000_960, 53_629_056)
+    assert (r.quantity("num_nvl_bytes"), r.quantity("num_rdma_bytes")) == (429_000_960, 53_629_056)
     assert "deepep-v1.unmerged-version" in {f.code for f in r.findings}
     assert "UNMERGED" in r.upstream
 
@@ -684,7 +685,7 @@ def test_odd_num_sms_with_a_config_override():
 
 def test_report_low_latency_shape():
     r = report(plan(hidden=7168, experts=288, ranks=8, tokens=128), "deepep-ll")
-    assert [b.name for b in r.buffers] == ["RDMA buffer"]
+    assert [b.name for b in r.buffers] == ["RDMA buffer", "workspace"]  # LL: num_nvl_bytes = 0, no NVL buffer
     buffer = r.buffer("RDMA buffer")
     assert [reg.name for reg in buffer.regions] == [
         "signaling buffer 0", "signaling buffer 1", "send buffer 0", "send buffer 1", "recv buffer 0",
@@ -829,7 +830,8 @@ normal_versions = st.sampled_from(["ll2", "ll3", "v1.1.0", "ll4", "ll5", "v1.2.1
        t2=st.integers(1, 1 << 20))
 def test_normal_independent_of_tokens(version, ranks, hidden, fp8, num_sms, t1, t2):
     """Normal-mode buffers are the same for any num_max_tokens_per_rank; every region >= 0
-    and the regions sum to their buffer."""
+    and the regions sum to their buffer; the hints are multiples of 128 and the NVL allocation
+    adds the constructor's metadata to the NVL hint (memory.py)."""
     def run(tokens):
         return report(plan(hidden=hidden, experts=ranks * 4, ranks=ranks, tokens=tokens, fp8=fp8, num_sms=num_sms,
                            version=version), "deepep-v1")
@@ -838,7 +840,10 @@ def test_normal_independent_of_tokens(version, ranks, hidden, fp8, num_sms, t1, 
     for buffer in a.buffers:
         assert all(r.num_bytes >= 0 for r in buffer.regions)
         assert sum(r.num_bytes for r in buffer.regions) == buffer.num_bytes
-        assert buffer.num_bytes % 128 == 0
+    assert a.quantity("num_nvl_bytes") % 128 == 0 and a.buffer("RDMA buffer").num_bytes % 128 == 0
+    metadata = v1.nvl_metadata_num_bytes(v1.get_version(version))
+    assert a.buffer("NVL buffer").num_bytes == a.quantity("num_nvl_bytes") + metadata
+    assert a.num_bytes == a.quantity("num_nvl_bytes") + a.quantity("num_rdma_bytes") + metadata + v1.NUM_WORKSPACE_BYTES
 
 
 @given(hidden_bytes=st.integers(1, 1 << 16), ranks=st.sampled_from([1, 2, 3, 4, 5, 6, 7, 8, 16, 24, 64, 160]),
@@ -878,24 +883,30 @@ def test_sweep_uses_the_fast_paths():
 def test_summary_examples():
     """Hand-checked summaries, including the cases where a rare region binds."""
     # docs/derivations/deepep_v1.md §5.5; send = max(T x 14,352, E x T x 14,560) ties recv = E x T x 14,560:
-    # the first region wins
+    # the first region wins. Totals: the RDMA buffer + the 32 MiB workspace (33,554,432 B, memory.py).
     p = plan(hidden=7168, experts=288, ranks=8, tokens=128)
     s = v1.summarize_low_latency(p)
-    assert s == Summary(num_bytes=2_146_961_792, num_bytes_needed=2_146_961_664, binding="send buffer 0", broken=())
+    assert s == Summary(num_bytes=2_146_961_792 + 33_554_432, num_bytes_needed=2_146_961_664 + 33_554_432,
+                        binding="send buffer 0", broken=())
     assert s == summary_of(report(p, "deepep-ll"))
     # ll3, H 8, E 1, T 1: slots 32 B; spans 32, 32, 32, 32, then signaling 4, 4: total 136 -> hint 256,
-    # so the 120-byte rounding block is the largest region.
+    # so the 120-byte rounding block is the largest region of the RDMA buffer; the 32 MiB workspace
+    # is the largest buffer, so it binds the summary.
     tiny = plan(hidden=8, topk=1, experts=1, ranks=1, tokens=1, fp8=False, version="ll3")
-    assert v1.summarize_low_latency(tiny).binding == "hint rounding block"
+    assert report(tiny, "deepep-ll").buffer("RDMA buffer").binding_region().name == "hint rounding block"
+    assert v1.summarize_low_latency(tiny).binding == "workspace"
     assert fast_and_full("low_latency", tiny)[0] == fast_and_full("low_latency", tiny)[1]
     # main, E 1: the signaling buffer aligned to 128 B ties the 128-byte block and comes first.
     tiny = plan(hidden=8, topk=1, experts=1, ranks=1, tokens=1, fp8=False)
-    assert v1.summarize_low_latency(tiny).binding == "signaling buffer 0" == summary_of(report(tiny, "deepep-ll")).binding
+    assert report(tiny, "deepep-ll").buffer("RDMA buffer").binding_region().name == "signaling buffer 0"
+    assert v1.summarize_low_latency(tiny).binding == "workspace" == summary_of(report(tiny, "deepep-ll")).binding
     broken = v1.summarize_low_latency(plan(ranks=2, experts=256, tokens=1, hidden=1024)).broken
     assert broken == ("hidden (SWITCH_HIDDEN) in {2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192}",
                       "num_ranks x num_max_dispatch_tokens_per_rank % 4 (TMA)")
     # normal mode: intranode, the RDMA buffer is empty; the NVL hidden-data ring binds
-    assert v1.summarize_normal(plan(ranks=8)) == Summary(num_bytes=335_709_824, num_bytes_needed=335_709_824,
+    # (the NVL hint + 160 B of constructor metadata + the 32 MiB workspace)
+    total = 335_709_824 + 160 + 33_554_432
+    assert v1.summarize_normal(plan(ranks=8)) == Summary(num_bytes=total, num_bytes_needed=total,
                                                           binding="hidden data", broken=())
 
 
@@ -1011,3 +1022,59 @@ def test_summarize_low_latency_across_token_counts(p, t1, t2):
         fast, full = fast_and_full("low_latency", q)
         assert fast == full
 
+
+
+# ======================================================================================
+# What Buffer's constructor allocates besides the hints (memory.py)
+# ======================================================================================
+@pytest.mark.parametrize(("version", "metadata", "names"), [
+    # buffer.hpp:101-103 @dd758ca: 8 x sizeof(int) + 8 x sizeof(void*) + 8 x sizeof(int*) = 32 + 64 + 64
+    ("main", 160, ["barrier signals", "buffer pointers", "barrier signal pointers"]),
+    ("8da2d7b", 160, ["barrier signals", "buffer pointers", "barrier signal pointers"]),  # #200 removes the FIFO
+    ("v1.1.0", 160, ["barrier signals", "buffer pointers", "barrier signal pointers"]),
+    # deep_ep.cpp:22-24 @ebfe47e: sizeof(int) x NUM_MAX_FIFO_SLOTS 32,768 + 8 x 8 + 8 x 8
+    ("ll0", 131_072 + 64 + 64, ["task FIFO", "buffer pointers", "task FIFO pointers"]),
+    ("a16af40", 131_072 + 64 + 64, ["task FIFO", "buffer pointers", "task FIFO pointers"]),  # 8da2d7b's parent
+])
+def test_constructor_allocations_follow_buffer_hpp(version, metadata, names):
+    """The NVL allocation is num_nvl_bytes + the metadata tables, only when num_nvl_bytes > 0
+    (buffer.hpp:132-135); the workspace is LEGACY_NUM_WORKSPACE_BYTES = 32 MiB (:148-150,
+    compiled.cuh:7); the hints do not move."""
+    r = report(plan(ranks=16, version=version), "deepep-v1")
+    nvl_hint, rdma_hint = r.quantity("num_nvl_bytes"), r.quantity("num_rdma_bytes")
+    nvl = r.buffer("NVL buffer")
+    assert [x.name for x in nvl.regions[-3:]] == names
+    assert nvl.num_bytes == nvl.num_bytes_needed == nvl_hint + metadata == nvl_hint + v1.nvl_metadata_num_bytes(
+        v1.get_version(version))
+    assert r.buffer("RDMA buffer").num_bytes == rdma_hint
+    assert r.buffer("workspace").num_bytes == 32 * 1024 * 1024 == v1.NUM_WORKSPACE_BYTES
+    assert r.num_bytes == nvl_hint + rdma_hint + metadata + 33_554_432
+    assert summary_of(r) == v1.summarize_normal(plan(ranks=16, version=version))
+    # low latency: Buffer(group, 0, num_rdma_bytes, low_latency_mode=True) (docs/legacy.md:256): no NVL allocation
+    ll = report(plan(ranks=16, version=version), "deepep-ll")
+    assert [b.name for b in ll.buffers] == ["RDMA buffer", "workspace"]
+    assert ll.num_bytes == ll.buffer("RDMA buffer").num_bytes + 33_554_432
+
+
+def test_default_hint_total_is_the_hints_plus_the_constructor():
+    """`epbuf hint --backend deepep-v1 --topk 8 --ranks 16`: 469,561,728 B of hints (NVL 377,673,984 +
+    RDMA 91,887,744, docs/derivations/deepep_v1.md §8.1) + 160 + 33,554,432."""
+    r = report(plan(ranks=16, hidden=7168, tokens=4096), "deepep-v1")
+    assert r.quantity("num_nvl_bytes") + r.quantity("num_rdma_bytes") == 469_561_728
+    assert r.num_bytes == r.num_bytes_needed == 469_561_728 + 160 + 33_554_432 == 503_116_320
+
+
+def test_uccl_ep_and_deepep_v1_compare_evenly():
+    """The same config through UCCL-EP (DeepEP V1's hints, the same constructor rows with
+    max_nvl_peers = 8) and DeepEP V1: the only device difference is UCCL's proxies and runtime."""
+    from epbuf import compare
+    p = plan(ranks=16, hidden=7168, tokens=4096, version=None)
+    reps = compare(p, ["uccl-ep", "deepep-v1"])
+    uccl, deepep = reps["uccl-ep"], reps["deepep-v1"]
+    for name in ("NVL buffer", "RDMA buffer", "workspace"):
+        assert uccl.buffer(name).num_bytes == deepep.buffer(name).num_bytes, name
+        assert [x.name for x in uccl.buffer(name).regions] == [x.name for x in deepep.buffer(name).regions], name
+    runtime = uccl.buffer("UCCL proxies and runtime").num_bytes
+    assert runtime == 84_072  # docs/derivations/uccl_ep.md §4.1
+    assert uccl.num_bytes - deepep.num_bytes == runtime  # 503,200,392 - 503,116,320
+    assert (uccl.num_bytes, deepep.num_bytes) == (503_200_392, 503_116_320)

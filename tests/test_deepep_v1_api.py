@@ -333,12 +333,12 @@ def test_combine_config_limits():
 # ======================================================================================
 def test_topk_idx_bits_in_the_normal_report():
     r = report(plan(ranks=16, num_sms=24, num_topk_idx_bits=32), "deepep-v1")
-    assert (r.buffer("NVL buffer").num_bytes, r.buffer("RDMA buffer").num_bytes) == (439_052_928, 106_824_576)
+    assert (r.quantity("num_nvl_bytes"), r.quantity("num_rdma_bytes")) == (439_052_928, 106_824_576)
     assert r.record("NVL hint slot").field("topk_idx").dtype == "int32"
     assert r.inputs["num_topk_idx_bits"] == 32 and r.quantity("num_topk_idx_bits") == 32
     assert r.record("internode dispatch token").num_bytes == 7_472  # the record stores int whatever topk_idx_t is
     default = report(plan(ranks=16, num_sms=24), "deepep-v1")
-    assert default.inputs["num_topk_idx_bits"] == 64 and default.buffer("NVL buffer").num_bytes == 453_208_704
+    assert default.inputs["num_topk_idx_bits"] == 64 and default.quantity("num_nvl_bytes") == 453_208_704
     assert deepep_v1.summarize_normal(plan(ranks=16, num_sms=24, num_topk_idx_bits=32)) == summary_of(r)
 
 

@@ -25,6 +25,7 @@ The package, one concept per module:
 ``ll_formulas``   the low-latency layout's formulas on plain integers (slots, buffers, rounding)
 ``low_latency``   :class:`LowLatencyLayout`, ``get_low_latency_rdma_size_hint``, the token ceiling
 ``ll_report``     the ``deepep-ll`` report and summary
+``memory``        what the ``Buffer`` constructor allocates besides the hints (NVL metadata, workspace)
 ``limits``        limit rows and findings shared by both reports
 
 Everything public is importable from here; a name loads only its own module (and what
@@ -57,6 +58,8 @@ _EXPORTS = {
                     "max_low_latency_tokens"),
     "normal": ("report_normal", "summarize_normal"),
     "ll_report": ("report_low_latency", "summarize_low_latency"),
+    "memory": ("NUM_MAX_FIFO_SLOTS", "nvl_metadata_regions", "nvl_metadata_num_bytes", "nvl_buffer_with",
+               "nvl_allocation", "workspace_buffer", "workspace_allocation"),
 }
 __all__ = [name for names in _EXPORTS.values() for name in names]
 # Each public name is loaded from its module on first use (PEP 562).

@@ -3,7 +3,7 @@ formulas and limits epbuf reads there. Static data, built once from the reposito
 (``docs/derivations/deepep_v1.md`` §0.1 says how); nothing here runs git.
 
 A *state* is one row of :data:`_STATES`: the columns of :meth:`.versions.Version.state` plus
-whether the commit has the EPv2 file layout. 252 commits share 27 states; a commit whose state
+whether the commit has the EPv2 file layout. 252 commits share 28 states; a commit whose state
 equals a named version's answers that version, any other a version named by its short id.
 :mod:`.versions` imports this module only when a version string is not a version id.
 """
@@ -25,35 +25,37 @@ _R3 = (2, 4, 6, 8, 12, 16, 18, 20)
 _R4 = (2, 3, 4, 6, 8, 12, 16, 18, 20)
 
 # (low_latency, tables, ll_num_max_topk, ll_hidden_sizes, rdma_ranks, ll_fp8_hidden_512,
-#  int4_count_check, topk_idx_configurable, nvl_clean_meta, pr434 hint formula, legacy_paths)
+#  int4_count_check, topk_idx_configurable, nvl_clean_meta, pr434 hint formula, nvl_barrier_signals,
+#  legacy_paths)
 _STATES = (
-    (0, 'ebfe47e', 9, (2560, 5120, 7168), _R0, False, False, False, 0, False, False),  # 0
-    (1, 'ebfe47e', 9, (2560, 5120, 7168), _R0, False, False, False, 0, False, False),  # 1
-    (1, '1553fc4', 9, (2560, 5120, 7168), _R0, False, False, False, 0, False, False),  # 2
-    (2, '1553fc4', 9, (2560, 5120, 7168), _R0, False, False, False, 0, False, False),  # 3
-    (3, '1553fc4', 9, (2560, 5120, 7168), _R0, False, False, False, 0, False, False),  # 4
-    (3, '1553fc4', 9, (2560, 4096, 5120, 7168), _R0, False, False, False, 0, False, False),  # 5
-    (3, 'c8dceba', 9, (2560, 4096, 5120, 7168), _R0, False, False, False, 0, False, False),  # 6
-    (3, 'c8dceba', 9, (2560, 4096, 5120, 7168), _R0, True, False, False, 0, False, False),  # 7
-    (3, 'c8dceba', 9, (2048, 2560, 4096, 5120, 7168), _R0, True, False, False, 0, False, False),  # 8
-    (3, 'c8dceba', 9, (2048, 2560, 4096, 5120, 7168), _R1, True, False, False, 0, False, False),  # 9
-    (3, 'c8dceba', 9, _H4, _R1, True, False, False, 0, False, False),  # 10
-    (3, 'c8dceba', 9, _H4, _R1, True, False, False, 1, False, False),  # 11
-    (3, 'e6d61fc', 9, _H4, _R1, True, False, False, 1, False, False),  # 12
-    (3, '06f417d', 9, _H4, _R1, True, False, False, 2, False, False),  # 13
-    (3, 'bdd119f', 9, _H4, _R1, True, False, False, 2, False, False),  # 14
-    (4, 'bdd119f', 9, _H4, _R1, True, False, False, 2, False, False),  # 15
-    (4, 'bdd119f', 9, _H5, _R1, True, False, False, 2, False, False),  # 16
-    (5, 'bdd119f', 9, _H5, _R1, True, False, False, 2, False, False),  # 17
-    (5, 'bdd119f', 9, _H5, _R2, True, False, False, 2, False, False),  # 18
-    (5, 'bdd119f', 11, _H5, _R2, True, False, False, 2, False, False),  # 19
-    (5, 'c939644', 11, _H5, _R3, True, False, False, 2, False, False),  # 20
-    (5, 'c939644', 11, _H5, _R3, True, False, True, 2, False, False),  # 21
-    (5, 'e02e4d2', 11, _H5, _R4, True, False, True, 2, False, False),  # 22
-    (5, 'e02e4d2', 11, _H5, _R4, True, True, True, 2, False, False),  # 23
-    (5, 'e02e4d2', 11, _H6, _R4, True, True, True, 2, False, False),  # 24
-    (5, 'e02e4d2', 11, _H6, _R4, True, True, True, 2, False, True),  # 25
-    (5, 'e02e4d2', 11, _H5, _R4, True, False, True, 2, True, False),  # 26
+    (0, 'ebfe47e', 9, (2560, 5120, 7168), _R0, False, False, False, 0, False, False, False),  # 0
+    (1, 'ebfe47e', 9, (2560, 5120, 7168), _R0, False, False, False, 0, False, False, False),  # 1
+    (1, '1553fc4', 9, (2560, 5120, 7168), _R0, False, False, False, 0, False, False, False),  # 2
+    (2, '1553fc4', 9, (2560, 5120, 7168), _R0, False, False, False, 0, False, False, False),  # 3
+    (3, '1553fc4', 9, (2560, 5120, 7168), _R0, False, False, False, 0, False, False, False),  # 4
+    (3, '1553fc4', 9, (2560, 4096, 5120, 7168), _R0, False, False, False, 0, False, False, False),  # 5
+    (3, 'c8dceba', 9, (2560, 4096, 5120, 7168), _R0, False, False, False, 0, False, False, False),  # 6
+    (3, 'c8dceba', 9, (2560, 4096, 5120, 7168), _R0, True, False, False, 0, False, True, False),  # 7
+    (3, 'c8dceba', 9, (2048, 2560, 4096, 5120, 7168), _R0, True, False, False, 0, False, True, False),  # 8
+    (3, 'c8dceba', 9, (2048, 2560, 4096, 5120, 7168), _R1, True, False, False, 0, False, True, False),  # 9
+    (3, 'c8dceba', 9, _H4, _R1, True, False, False, 0, False, True, False),  # 10
+    (3, 'c8dceba', 9, _H4, _R1, True, False, False, 1, False, True, False),  # 11
+    (3, 'e6d61fc', 9, _H4, _R1, True, False, False, 1, False, True, False),  # 12
+    (3, '06f417d', 9, _H4, _R1, True, False, False, 2, False, True, False),  # 13
+    (3, 'bdd119f', 9, _H4, _R1, True, False, False, 2, False, True, False),  # 14
+    (4, 'bdd119f', 9, _H4, _R1, True, False, False, 2, False, True, False),  # 15
+    (4, 'bdd119f', 9, _H5, _R1, True, False, False, 2, False, True, False),  # 16
+    (5, 'bdd119f', 9, _H5, _R1, True, False, False, 2, False, True, False),  # 17
+    (5, 'bdd119f', 9, _H5, _R2, True, False, False, 2, False, True, False),  # 18
+    (5, 'bdd119f', 11, _H5, _R2, True, False, False, 2, False, True, False),  # 19
+    (5, 'c939644', 11, _H5, _R3, True, False, False, 2, False, True, False),  # 20
+    (5, 'c939644', 11, _H5, _R3, True, False, True, 2, False, True, False),  # 21
+    (5, 'e02e4d2', 11, _H5, _R4, True, False, True, 2, False, True, False),  # 22
+    (5, 'e02e4d2', 11, _H5, _R4, True, True, True, 2, False, True, False),  # 23
+    (5, 'e02e4d2', 11, _H6, _R4, True, True, True, 2, False, True, False),  # 24
+    (5, 'e02e4d2', 11, _H6, _R4, True, True, True, 2, False, True, True),  # 25
+    (5, 'e02e4d2', 11, _H5, _R4, True, False, True, 2, True, True, False),  # 26
+    (3, 'c8dceba', 9, (2560, 4096, 5120, 7168), _R0, False, False, False, 0, False, True, False),  # 27
 )
 
 # "commit date state" triples in topological order (oldest first; side branches merged into
@@ -107,9 +109,9 @@ c8dceba110cb574065dbd8c0e97b8a2624a9d280 2025-06-06 6 4cd951700e9bc4edd2bb44d953
 0d1a855d8177604a85170384477fa6043947c0a1 2025-06-09 6 5a2e37fa288b2cb0d964caa8cf21e05fc93b5a1b 2025-06-09 6
 1157693c0c9af0ef7b8f3b4897ac2986a6dac3a5 2025-06-09 6 97be5a38737399c487aa4786f44f7475728ce35a 2025-06-10 6
 b9b7ce348bc797e040fa7f7fd7932f91f02b5f8e 2025-06-10 6 a16af40531f6c5dabfd7f0b22b835ecfe3e43464 2025-06-10 6
-8da2d7b38d35e16836926eafc1eb6263c2ce1ccd 2025-06-10 6 a8299ca7c2dba3ad89bd74bece42c513df6b0dcb 2025-06-11 6
-dd13c7145c5a3b6b5d26828f9d807603e061a2fe 2025-06-11 6 b8d90fb7531d6ef1d53e36d6c5819030dc633633 2025-06-11 6
-9ec061204e6763c12a9dd9f4cc5ca3b6c868b552 2025-06-11 6 21efbe9b4857ea4d8b0aa0fe8fc5eb673a6a1942 2025-06-12 7
+8da2d7b38d35e16836926eafc1eb6263c2ce1ccd 2025-06-10 27 a8299ca7c2dba3ad89bd74bece42c513df6b0dcb 2025-06-11 27
+dd13c7145c5a3b6b5d26828f9d807603e061a2fe 2025-06-11 27 b8d90fb7531d6ef1d53e36d6c5819030dc633633 2025-06-11 27
+9ec061204e6763c12a9dd9f4cc5ca3b6c868b552 2025-06-11 27 21efbe9b4857ea4d8b0aa0fe8fc5eb673a6a1942 2025-06-12 7
 05df5554ff3c0f304b14909cabfb783541672c66 2025-06-13 7 483f00af8490b0cc378823c6adecf9ea67602071 2025-06-13 7
 4e923188f7dd96db44dfa7b73e9e94ab059f7bbf 2025-06-16 7 1b92be8a71ee01d60e949a7ced8953d869cd40da 2025-06-16 7
 8aaddf76ae48f33c2be01418142af0ec1397a0e3 2025-06-16 7 dd133d39bce06469292311a4accf0ae79dcb45fa 2025-06-16 7

@@ -5,7 +5,8 @@ The buffer is :func:`.low_latency.low_latency_buffer` (the hint
 + redundant)``, ``DOC:250-256``). The size function accepts any rank count and expert count;
 what ``Buffer``'s constructor (ranks below 8 or a multiple of 8, the 32 GiB ceiling) and
 ``low_latency_dispatch`` (experts divisible by ranks, ``kNumMaxTopK``, ``SWITCH_HIDDEN``, TMA,
-workspace) refuse later are limits with ``ok=False`` and an ``error`` finding.
+workspace) refuse later are limits with ``ok=False`` and an ``error`` finding. The total adds
+the constructor's 32 MiB workspace (:mod:`.memory`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .limits import (LimitRow, check_plan, in_row, limit_checks, limit_findings,
                      unmerged_finding, upstream_line)
 from .ll_formulas import ROUNDING_BLOCK, hint_round_up, layout_problems, send_recv, slots, span_rows
 from .low_latency import LowLatencyLayout, max_low_latency_tokens, rdma_buffer
+from .memory import workspace_allocation
 from .versions import Version, get_version, topk_idx_bytes
 
 __all__ = ["report_low_latency", "summarize_low_latency"]
@@ -103,7 +105,10 @@ def _limit_rows(v: Version, texts: tuple[str, ...], topk: int, experts: int, ran
 
 def report_low_latency(plan) -> Report:
     """Size DeepEP V1's low-latency RDMA buffer for ``plan``: the layout's six buffers, the hint,
-    message byte maps, the constructor's size ceiling and kernel limits.
+    message byte maps, the constructor's size ceiling and kernel limits. The report adds the
+    constructor's 32 MiB workspace (:mod:`.memory`); no NVL allocation, as upstream's recipe and
+    test build the low-latency ``Buffer`` with ``num_nvl_bytes = 0`` (``DOC:256``,
+    ``tests/legacy/test_low_latency.py:263-270``).
 
     Raises:
         InvalidArgumentError: an unknown version or commit; ``experts x tokens`` beyond the C++
@@ -215,7 +220,8 @@ def report_low_latency(plan) -> Report:
         "num_topk_idx_bits": plan.num_topk_idx_bits or 64,
     }
     return Report(backend="deepep-ll", title="DeepEP V1 low-latency RDMA buffer", upstream=upstream_line(v),
-                  inputs=inputs, buffers=(buffer,), records=tuple(records), quantities=tuple(quantities),
+                  inputs=inputs, buffers=(buffer, workspace_allocation(v)), records=tuple(records),
+                  quantities=tuple(quantities),
                   findings=tuple(findings), limits=tuple(limits))
 
 
@@ -261,7 +267,10 @@ def summarize_low_latency(plan) -> Summary:
             broken = tuple([row[0] for row in _limit_rows(v, texts, plan.num_topk, experts, plan.num_ranks,
                                                            plan.hidden, plan.use_fp8_dispatch, tokens, hint)
                             if not row[4]])
-            # One buffer; its binding region is the first largest, as Buffer.binding_region picks it.
-            return Summary(num_bytes=hint, num_bytes_needed=align(total, NUM_BUFFER_ALIGNMENT_BYTES),
-                           binding=max(rows, key=_SIZE)[0], broken=broken)
+            # The RDMA buffer, then the workspace (summary_of's order: the first largest buffer
+            # binds, and within it the first largest region, as Buffer.binding_region picks it).
+            binding = max(rows, key=_SIZE)[0] if hint >= NUM_WORKSPACE_BYTES else "workspace"
+            return Summary(num_bytes=hint + NUM_WORKSPACE_BYTES,
+                           num_bytes_needed=align(total, NUM_BUFFER_ALIGNMENT_BYTES) + NUM_WORKSPACE_BYTES,
+                           binding=binding, broken=broken)
     return summary_of(report_low_latency(plan))  # a rejected plan: the report raises its error

@@ -23,6 +23,7 @@ from .constants import (BF16_BYTES, DEFAULT_NUM_SMS, HINT_NUM_MAX_SCALES, HINT_N
                         NUM_MAX_NVL_PEERS, NUM_WORKSPACE_BYTES)
 from .internode import internode_records
 from .limits import check_plan, limit_checks, limit_findings, unmerged_finding, upstream_line
+from .memory import nvl_allocation, workspace_allocation
 from .normal_limits import normal_limit_rows
 from .tables import get_combine_config, get_dispatch_config, get_hidden_bytes
 from .versions import Version, get_version, topk_idx_bytes
@@ -81,6 +82,7 @@ class _Normal(Record):
     rdma_key: str
     records: tuple
     limits: tuple  # LimitCheck records, from normal_limit_rows
+    buffers: tuple  # the constructor's device allocations: NVL (hint + metadata), RDMA, workspace
     summary: Summary
 
 
@@ -118,12 +120,13 @@ def _core(version: str | None, ranks: int, num_ranks_per_node: int | None, hidde
     ranks_per_node = num_ranks_per_node if num_ranks_per_node is not None else min(ranks, NUM_MAX_NVL_PEERS)
     limits = tuple(limit_checks(normal_limit_rows(v, ranks, ranks_per_node, topk, routed + redundant, hidden, fp8,
                                                   configs, nvl_buffer.num_bytes, rdma_buffer.num_bytes, idx_bytes)))
+    # The hints stay upstream's integers (quantities, limits); the report lists what Buffer allocates.
+    buffers = (nvl_allocation(v, nvl_buffer), rdma_buffer, workspace_allocation(v))
     # summary_of reads the buffers and the limits only, the parts computed here.
-    summary = summary_of(Report(backend="deepep-v1", title="", upstream="", inputs={},
-                                buffers=(nvl_buffer, rdma_buffer), limits=limits))
+    summary = summary_of(Report(backend="deepep-v1", title="", upstream="", inputs={}, buffers=buffers, limits=limits))
     return _Normal(version=v, override=override, hidden_bytes=hidden_bytes, idx_bits=idx_bits, configs=configs,
                    nvl=nvl, rdma=rdma, nvl_key=nvl_key, rdma_key=rdma_key, records=tuple(records), limits=limits,
-                   summary=summary)
+                   buffers=buffers, summary=summary)
 
 
 def _key(plan) -> tuple:
@@ -139,7 +142,9 @@ _cached, _summary = shape_cache(_core, _key, check_plan)
 
 def report_normal(plan) -> Report:
     """Size DeepEP V1's normal-mode ``Buffer`` (NVL and RDMA buffers) for ``plan`` as upstream's recipe
-    does; limits and findings for what a run would refuse.
+    does, with what the constructor adds on the device (:mod:`.memory`: the NVL metadata tables and
+    the 32 MiB workspace; ``num_nvl_bytes`` / ``num_rdma_bytes`` stay the hints); limits and
+    findings for what a run would refuse.
 
     Raises:
         InvalidArgumentError: an unknown version or commit; ranks neither below nor a multiple of 8
@@ -240,7 +245,7 @@ def report_normal(plan) -> Report:
     else:
         inputs["deepep_config"] = list(override.as_tuple())
     return Report(backend="deepep-v1", title="DeepEP V1 normal-mode Buffer (NVL + RDMA)", upstream=upstream_line(v),
-                  inputs=inputs, buffers=(nvl_buffer, rdma_buffer), records=tuple(records),
+                  inputs=inputs, buffers=core.buffers, records=tuple(records),
                   quantities=tuple(quantities), findings=tuple(findings), limits=tuple(limits))
 
 

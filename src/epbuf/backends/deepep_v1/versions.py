@@ -71,6 +71,9 @@ class Version(Record):
             fields (ebfe47e), 1 = ``get_num_bytes_per_token`` for dispatch only (a2fa3b7),
             2 = ``get_num_bytes_per_token`` always (06f417d on).
         legacy_paths: the commit has the EPv2 file layout (``csrc/legacy/...``, b306af0 on).
+        nvl_barrier_signals: the constructor appends ``NUM_MAX_NVL_PEERS`` barrier signal ints to
+            the NVL allocation (8da2d7b on); before, a task FIFO of ``NUM_MAX_FIFO_SLOTS`` ints
+            (:mod:`.memory`).
     """
 
     id: str
@@ -91,6 +94,7 @@ class Version(Record):
     topk_idx_configurable: bool = False
     nvl_clean_meta: int = 2
     legacy_paths: bool = False
+    nvl_barrier_signals: bool = True
 
     def __init__(self, **values) -> None:
         # Record's generic initialiser: the ten versions are built at import, where compiling a
@@ -118,7 +122,7 @@ class Version(Record):
         """What the formulas and limits read (a row of :mod:`.commits`), without names or paths."""
         return (self.low_latency, self.tables, self.ll_num_max_topk, self.ll_hidden_sizes, self.rdma_ranks,
                 self.ll_fp8_hidden_512, self.int4_count_check, self.topk_idx_configurable, self.nvl_clean_meta,
-                self.size_hint == "pr434")
+                self.size_hint == "pr434", self.nvl_barrier_signals)
 
 
 _HIDDEN_LL0 = (2560, 5120, 7168)  # SWITCH_HIDDEN at ebfe47e
@@ -134,6 +138,7 @@ _VERSION_LIST: tuple[Version, ...] = (
                 "enters the hint), placed after send/recv. Tables: one config for every rank count <= 8.",
         tables="ebfe47e", low_latency=0, int4_count_check=False, ll_num_max_topk=9, ll_hidden_sizes=_HIDDEN_LL0,
         ll_bf16_dispatch=False, ll_fp8_hidden_512=False, rdma_ranks=_RDMA_RANKS_LL0, nvl_clean_meta=0,
+        nvl_barrier_signals=False,
     ),
     Version(
         id="ll1", commit="6cc3497df8d6d02089fb0a0e3c24bb6f21c333d5", date="2025-03-03",
@@ -141,6 +146,7 @@ _VERSION_LIST: tuple[Version, ...] = (
                 "num_ranks no longer enters the low-latency hint.",
         tables="ebfe47e", low_latency=1, int4_count_check=False, ll_num_max_topk=9, ll_hidden_sizes=_HIDDEN_LL0,
         ll_bf16_dispatch=False, ll_fp8_hidden_512=False, rdma_ranks=_RDMA_RANKS_LL0, nvl_clean_meta=0,
+        nvl_barrier_signals=False,
     ),
     Version(
         id="ll2", commit="ed7487c15e219161f86656ed6604aa9877bf72bc", date="2025-03-10",
@@ -148,12 +154,14 @@ _VERSION_LIST: tuple[Version, ...] = (
                 "Tables of 1553fc4 (explicit EP2/4/8 entries).",
         tables="1553fc4", low_latency=2, int4_count_check=False, ll_num_max_topk=9, ll_hidden_sizes=_HIDDEN_LL0,
         ll_bf16_dispatch=True, ll_fp8_hidden_512=False, rdma_ranks=_RDMA_RANKS_LL0, nvl_clean_meta=0,
+        nvl_barrier_signals=False,
     ),
     Version(
         id="ll3", commit="42494864ba64b6520337a6d084dc209ac6be4905", date="2025-04-07",
         summary="LL3 (\"Remove useless control metadata for low-latency combine\"): combine slot 2H.",
         tables="1553fc4", low_latency=3, int4_count_check=False, ll_num_max_topk=9, ll_hidden_sizes=_HIDDEN_LL0,
         ll_bf16_dispatch=True, ll_fp8_hidden_512=False, rdma_ranks=_RDMA_RANKS_LL0, nvl_clean_meta=0,
+        nvl_barrier_signals=False,
     ),
     Version(
         id="v1.1.0", commit="b8d90fb7531d6ef1d53e36d6c5819030dc633633", date="2025-06-11",
@@ -276,14 +284,16 @@ def _at_commit(commit: str, date: str, row: tuple) -> Version:
     found = next((v for v in _VERSION_LIST if v.state() == row[:-1]), None) or _AT_COMMIT.get(commit)
     if found is not None:
         return found
-    ll, tables, topk, hidden, rdma, fp8_512, int4, bits, nvl_clean, pr434, legacy = row
+    ll, tables, topk, hidden, rdma, fp8_512, int4, bits, nvl_clean, pr434, barrier, legacy = row
     summary = (f"a commit between named versions: LL{ll} layout, tables of {tables}, low-latency top-k <= {topk}, "
                f"SWITCH_HIDDEN {', '.join(map(str, hidden))}, SWITCH_RDMA_RANKS {', '.join(map(str, rdma))}"
                + ("" if fp8_512 else ", no FP8 hidden % 512 assert") + (", 32-bit topk_idx_t builds" if bits else "")
-               + (", Buffer checks num_*_bytes / 16 < INT_MAX" if int4 else "") + f", NVL clean meta {nvl_clean}")
+               + (", Buffer checks num_*_bytes / 16 < INT_MAX" if int4 else "") + f", NVL clean meta {nvl_clean}"
+               + ("" if barrier else ", task FIFO in the NVL allocation"))
     found = Version(id=commit[:7], commit=commit, date=date, summary=summary, size_hint="pr434" if pr434 else "released",
                     tables=tables, low_latency=ll, int4_count_check=int4, ll_num_max_topk=topk, ll_hidden_sizes=hidden,
                     ll_bf16_dispatch=ll >= 2, ll_fp8_hidden_512=fp8_512, rdma_ranks=rdma,
-                    topk_idx_configurable=bits, nvl_clean_meta=nvl_clean, legacy_paths=legacy)
+                    topk_idx_configurable=bits, nvl_clean_meta=nvl_clean, legacy_paths=legacy,
+                    nvl_barrier_signals=barrier)
     _AT_COMMIT[commit] = found
     return found

@@ -30,6 +30,7 @@ from __future__ import annotations
 from ...report import Buffer, Region
 from ...units import MiB, format_int
 from .._cstruct import struct_size
+from . import _deepep
 from .low_latency import K_ATOMIC_BUFFER_SIZE, NUM_BUFFER_ALIGNMENT_BYTES
 from .versions import cite
 
@@ -81,23 +82,12 @@ def placement(platform: str, nic: str) -> tuple[bool, bool, str, str]:
 def nvl_allocation(hint: Buffer, ranks_per_node: int) -> Buffer:
     """The NVL ``cudaMalloc``: ``num_nvl_bytes`` (the hint's regions) + barrier signals
     (``max_nvl_peers`` ints) + buffer pointers + barrier signal pointers (``max_nvl_peers``
-    pointers each), ``uccl_ep.cc:447-449, 483-498``. ``max_nvl_peers`` is ``LOCAL_WORLD_SIZE``
-    (``buffer.py:153``, ``uccl_ep.cc:358-359``)."""
-    src = cite("src/uccl_ep.cc", "447-449, 483-487")
-    extra = [
-        Region(name="barrier signals", num_bytes=ranks_per_node * INT_BYTES, num_bytes_used=ranks_per_node * INT_BYTES,
-               formula=f"max_nvl_peers {ranks_per_node} x 4 B (int)", source=src),
-        Region(name="buffer pointers", num_bytes=ranks_per_node * POINTER_BYTES,
-               num_bytes_used=ranks_per_node * POINTER_BYTES,
-               formula=f"max_nvl_peers {ranks_per_node} x 8 B (void*)", source=src),
-        Region(name="barrier signal pointers", num_bytes=ranks_per_node * POINTER_BYTES,
-               num_bytes_used=ranks_per_node * POINTER_BYTES,
-               formula=f"max_nvl_peers {ranks_per_node} x 8 B (int*)", source=src),
-    ]
-    # The constructor requires num_nvl_bytes % 128 == 0 (uccl_ep.cc:459), so a run needs the rounding too.
-    regions = [r.replace(num_bytes_used=r.num_bytes) if r.name == "alignment padding" else r for r in hint.regions]
-    return Buffer.combine("NVL buffer", regions + extra, "sum", 1,
-                          source=f"{hint.source}; {cite('src/uccl_ep.cc', '483-498')}")
+    pointers each), ``uccl_ep.cc:447-449, 483-498``: DeepEP V1's constructor arithmetic
+    (:mod:`epbuf.backends.deepep_v1.memory`) with ``max_nvl_peers`` = ``LOCAL_WORLD_SIZE``
+    (``buffer.py:153``, ``uccl_ep.cc:358-359``) in place of DeepEP's 8. The constructor
+    requires ``num_nvl_bytes % 128 == 0`` (``uccl_ep.cc:459``), so a run needs the rounding too."""
+    extra = _deepep.nvl_metadata_regions(ranks_per_node, cite("src/uccl_ep.cc", "447-449, 483-487"))
+    return _deepep.nvl_buffer_with(hint, extra, cite("src/uccl_ep.cc", "483-498"))
 
 
 def rdma_allocation(regions: list[Region], num_rdma_bytes: int, in_host: bool, why: str) -> Buffer:
@@ -115,12 +105,8 @@ def rdma_allocation(regions: list[Region], num_rdma_bytes: int, in_host: bool, w
 
 def workspace_allocation() -> Buffer:
     """``cudaMalloc(&workspace, NUM_WORKSPACE_BYTES)`` (``uccl_ep.cc:517-522``): 32 MiB, as
-    DeepEP V1 allocates too (epbuf's deepep-v1/deepep-ll reports list only the hinted buffers)."""
-    src = cite("src/uccl_ep.cc", "517-522")
-    return Buffer.combine("workspace", [Region(name="workspace", num_bytes=NUM_WORKSPACE_BYTES,
-                                               num_bytes_used=NUM_WORKSPACE_BYTES,
-                                               formula="NUM_WORKSPACE_BYTES = 32 MiB", source=src)],
-                          "sum", 1, source=src)
+    DeepEP V1 allocates too (the same buffer, :func:`epbuf.backends.deepep_v1.memory.workspace_buffer`)."""
+    return _deepep.workspace_buffer(cite("src/uccl_ep.cc", "517-522"))
 
 
 def device_runtime_allocation(ranks_per_node: int, atomic_in_host: bool, atomic_why: str) -> Buffer:
