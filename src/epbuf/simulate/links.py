@@ -124,13 +124,22 @@ def custom_links(base: LinkSpec, *, nvlink_gbps: float | None = None, rdma_gbps:
     >>> custom_links(get_links("h800"), rdma_gbps=25).scaleout_gbps
     25.0
     """
+    import math
+
+    def number(value: object) -> bool:  # inf would model a link without cost: 0 ms, 0.0 GB/s in the accounting
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return False
+        try:
+            return math.isfinite(float(value))
+        except OverflowError:  # an int beyond float range
+            return False
+
     problems = []
     for argument, value in (("nvlink_gbps", nvlink_gbps), ("rdma_gbps", rdma_gbps)):
-        if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0):
-            problems.append(Problem(argument, value, "allowed a number > 0 (GB/s, one direction)"))
-    if latency_us is not None and not (isinstance(latency_us, (int, float)) and not isinstance(latency_us, bool)
-                                       and latency_us >= 0):
-        problems.append(Problem("latency_us", latency_us, "allowed a number >= 0 (microseconds)"))
+        if value is not None and not (number(value) and value > 0):
+            problems.append(Problem(argument, value, "allowed a finite number > 0 (GB/s, one direction)"))
+    if latency_us is not None and not (number(latency_us) and latency_us >= 0):
+        problems.append(Problem("latency_us", latency_us, "allowed a finite number >= 0 (microseconds)"))
     if network is not None and network.lower() not in NETWORKS:
         problems.append(Problem("network", network, f"known: {', '.join(NETWORKS)}"))
     if problems:
