@@ -91,3 +91,12 @@ def test_config_integer_of_5000_digits_is_one_line(tmp_path):
 def test_config_empty_path_is_refused():
     with pytest.raises(ConfigFileError, match="the path is empty"):
         read_model_config("")
+
+
+@pytest.mark.parametrize("text", ["1e400", "1e100000000", "9.3e18"])
+def test_hbm_beyond_int64_names_the_range(text):
+    """``--hbm 1e400`` said "not a byte size" (``--budget 1e400`` already named the int64 range)."""
+    from epbuf.devices import parse_capacity
+
+    with pytest.raises(InvalidArgumentError, match=r"out of range; allowed 1\.\.9,223,372,036,854,775,807 B \(int64\)"):
+        parse_capacity(text)
