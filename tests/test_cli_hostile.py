@@ -258,3 +258,69 @@ def test_random_command_lines_end_with_a_status_not_a_traceback(tmp_path, monkey
                     seconds=seconds, engines=os.environ.get("EPBUF_FUZZ_ENGINES", "1") == "1")
     assert done >= min(cases, 500)
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".epbuf-")]  # no temporary file left behind
+
+
+# --- the final audit's exact inputs ----------------------------------------------------
+@pytest.mark.parametrize("argv, needle", [
+    # An empty list, backend list or output name was silently the default (all backends, no file).
+    (["sweep", "--tokens", ""], "argument --tokens: '' is empty"),
+    (["sweep", "--hidden", ""], "argument --hidden: '' is empty"),
+    (["sweep", "--topk", ""], "argument --topk: '' is empty"),
+    (["sweep", "--experts", ""], "argument --experts: '' is empty"),
+    (["sweep", "--ranks", ""], "argument --ranks: '' is empty"),
+    (["sweep", "--backends", ""], "argument --backends: '' is empty"),
+    (["sweep", "--csv", ""], "argument --csv: '' is empty"),
+    (["sweep", "--csv", " "], "argument --csv: ' ' is empty"),
+    (["compare", "--backends", ""], "argument --backends: '' is empty"),
+    (["fit", "--budget", "1GiB", "--backends", ""], "argument --backends: '' is empty"),
+    (["simulate", "--plot", ""], "argument --plot: '' is empty"),
+    (["simulate", "--save-routing", ""], "argument --save-routing: '' is empty"),
+    (["layout", "--svg", " "], "argument --svg: ' ' is empty"),
+    # An infinite link made the time estimate 0 ms and the benchmark accounting 0.0 GB/s.
+    (["simulate", "--nvlink-gbps", "inf"], "--nvlink-gbps (nvlink_gbps) = inf: allowed a finite number >= 1e-06"),
+    (["simulate", "--rdma-gbps", "1e400"], "--rdma-gbps (rdma_gbps) = inf: allowed a finite number >= 1e-06"),
+    (["simulate", "--latency-us", "inf"], "--latency-us (latency_us) = inf: allowed a finite number >= 0"),
+    # 20+ digits: the line said "allowed an integer >= 1" of a value that is one.
+    (["engine", "vllm", "--data-parallel-size", "1" + "0" * 400], "; at most 9223372036854775807 (64-bit)"),
+    (["engine", "vllm", "--max-num-batched-tokens", "9" * 20], "; at most 9223372036854775807 (64-bit)"),
+])
+def test_audit_inputs_are_one_line_and_status_2(capsys, tmp_path, monkeypatch, argv, needle):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and needle in err, (code, err)
+    assert list(tmp_path.iterdir()) == []  # no file named ' ' or '' written
+
+
+def _simulate_routing_file(capsys, path) -> tuple[int, str]:
+    code, out, err = run(capsys, "simulate", "--routing-file", str(path))
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err
+    return code, err
+
+
+def test_npy_whose_header_promises_more_than_the_file_holds(capsys, tmp_path):
+    """The header of a 1-element array edited to say 99,999,999,999 elements: numpy allocated
+    745 GiB (MemoryError traceback); now the file is mapped and found short."""
+    np = pytest.importorskip("numpy")
+    path = tmp_path / "huge.npy"
+    np.save(path, np.zeros((1,), dtype=np.int64))
+    path.write_bytes(path.read_bytes().replace(b"(1,)", b"(99999999999,)"))
+    code, err = _simulate_routing_file(capsys, path)
+    assert code == 2 and "the file is shorter than the array its header describes" in err
+
+
+def test_empty_pt_file_is_one_line(capsys, tmp_path):
+    """torch's error for an empty file has no message: the first line of it was an IndexError."""
+    pytest.importorskip("torch")
+    path = tmp_path / "empty.pt"
+    path.write_bytes(b"")
+    code, err = _simulate_routing_file(capsys, path)
+    assert code == 2 and "not a torch file (EOFError)" in err
+
+
+def test_routing_file_that_is_a_fifo_or_folder_is_named_so(capsys, tmp_path):
+    pytest.importorskip("numpy")
+    os.mkfifo(tmp_path / "fifo.npy")
+    (tmp_path / "dir.npy").mkdir()
+    for name in ("fifo.npy", "dir.npy"):
+        code, err = _simulate_routing_file(capsys, tmp_path / name)
+        assert code == 2 and "not a regular file" in err  # was "no such file"

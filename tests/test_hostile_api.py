@@ -91,3 +91,31 @@ def test_config_integer_of_5000_digits_is_one_line(tmp_path):
 def test_config_empty_path_is_refused():
     with pytest.raises(ConfigFileError, match="the path is empty"):
         read_model_config("")
+
+
+@pytest.mark.parametrize("text", ["1e400", "1e100000000", "9.3e18"])
+def test_hbm_beyond_int64_names_the_range(text):
+    """``--hbm 1e400`` said "not a byte size" (``--budget 1e400`` already named the int64 range)."""
+    from epbuf.devices import parse_capacity
+
+    with pytest.raises(InvalidArgumentError, match=r"out of range; allowed 1\.\.9,223,372,036,854,775,807 B \(int64\)"):
+        parse_capacity(text)
+
+
+@pytest.mark.parametrize(("call", "needle"), [
+    (lambda c, rep, buf: c.unpack(rep.record("dispatch"), buf, num_slots=1.5), "(num_slots) = 1.5: must be an integer"),
+    (lambda c, rep, buf: c.slot_rows(buf, -1, 2), "(stride) = -1: allowed >= 1"),
+    (lambda c, rep, buf: c.slot_rows(buf, 16, 2, -5), "(offset) = -5: allowed >= 0"),
+    (lambda c, rep, buf: c.region_slots(rep, "bogus"), "record = 'bogus': not a record of the report"),
+])
+def test_codec_arguments_are_epbuf_errors(call, needle):
+    """The final audit's codec inputs: a float num_slots (TypeError from a slice), a negative
+    stride (numpy's ValueError), a negative offset (silently read from the buffer's end), an
+    unknown record name (bare KeyError)."""
+    np = pytest.importorskip("numpy")
+    import epbuf.codec as codec
+
+    rep = report(Plan(hidden=7168, num_topk=6, num_experts=256, num_ranks=8, num_max_tokens_per_rank=16), "ascend")
+    with pytest.raises(EpbufError) as info:
+        call(codec, rep, np.zeros(100_000, dtype=np.uint8))
+    assert needle in str(info.value)

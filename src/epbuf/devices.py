@@ -245,6 +245,10 @@ def parse_capacity(text: str) -> int:
         num_bytes = parse_bytes(text)
     except ValueError as error:
         why = "not a whole number of bytes" if "whole number" in str(error) else "not a byte size"
+        if "out of range" in str(error):  # a byte size, but beyond what upstream's int64 sizes hold
+            from .units import MAX_BYTES
+
+            why = f"out of range; allowed 1..{MAX_BYTES:,} B (int64)"
         raise InvalidArgumentError([Problem("hbm", text, f"{why}; {_CAPACITY_FORMS}")]) from None
     if num_bytes <= 0:
         raise InvalidArgumentError([Problem("hbm", text, f"must be more than 0 bytes; {_CAPACITY_FORMS}")])

@@ -24,6 +24,11 @@ from ._types import (  # noqa: F401
     Formatter, Parser, RawDescriptionFormatter, bytes_arg, int_arg, nonempty_arg, positive_bytes_arg,
 )
 
+#: ``--backends a,b`` (compare, fit, sweep) and output file names: given, they are not empty
+#: (an empty value would silently mean "all backends" / "no file").
+BACKENDS_ARG = nonempty_arg("backend names, e.g. ascend,deepep-v2")
+FILE_ARG = nonempty_arg("a file name")
+
 #: The backend without ``--backend`` and ``--device``: the book example (DeepEP-Ascend).
 DEFAULT_BACKEND = "ascend"
 

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from ._options import (
-    add_plan_options, add_wide_option, check_backend_options, chosen_backends, device_from_args,
+    BACKENDS_ARG, add_plan_options, add_wide_option, check_backend_options, chosen_backends, device_from_args,
     device_spec_from_args, output_width, plan_from_args, print_json,
 )
 
@@ -16,7 +16,7 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.description = ("One table: allocation, real need, over-reservation and the tightest upstream limit of each "
                      "backend, then every backend's regions. With --device, which backends run on it.")
     add_plan_options(p, backend=False)
-    p.add_argument("--backends", help="comma-separated subset (default: all)")
+    p.add_argument("--backends", type=BACKENDS_ARG, help="comma-separated subset (default: all)")
     p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.compare/1)")
     add_wide_option(p)
     p.set_defaults(run=run)

@@ -7,8 +7,8 @@ import argparse
 import sys
 
 from ._options import (
-    add_plan_options, add_wide_option, budget_from_args, check_backend_options, chosen_backends, device_from_args,
-    device_spec_from_args, output_width, plan_from_args, print_json,
+    BACKENDS_ARG, add_plan_options, add_wide_option, budget_from_args, check_backend_options, chosen_backends,
+    device_from_args, device_spec_from_args, output_width, plan_from_args, print_json,
 )
 
 
@@ -23,7 +23,7 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("--budget", metavar="SIZE",
                    help="memory granted per device, e.g. 8GiB, 4G, 512MiB, 3e9, or 25%% of --device / --hbm "
                         f"(default with --device / --hbm: {DEFAULT_BUDGET_PERCENT}%%)")
-    p.add_argument("--backends", help="comma-separated subset (default: all)")
+    p.add_argument("--backends", type=BACKENDS_ARG, help="comma-separated subset (default: all)")
     p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.fit/1)")
     add_wide_option(p)
     p.set_defaults(run=run)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._options import add_plan_options, add_wide_option, output_width, print_json, report_from_args
+from ._options import FILE_ARG, add_plan_options, add_wide_option, output_width, print_json, report_from_args
 
 
 def configure(p: argparse.ArgumentParser, command: str) -> None:
@@ -14,7 +14,8 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
                      "--backend, the device chooses the backend.")
     add_plan_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output (the report's records)")
-    p.add_argument("--svg", metavar="FILE", help="also write the byte-map diagram (records to scale, slot grids) as SVG")
+    p.add_argument("--svg", metavar="FILE", type=FILE_ARG,
+                   help="also write the byte-map diagram (records to scale, slot grids) as SVG")
     add_wide_option(p)
     p.set_defaults(run=run)
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._options import DEFAULT_BACKEND, add_plan_options, check_backend_options, int_arg, plan_from_args, print_json
+from ._options import (
+    DEFAULT_BACKEND, FILE_ARG, add_plan_options, check_backend_options, int_arg, plan_from_args, print_json,
+)
 
 
 def configure(p: argparse.ArgumentParser, command: str) -> None:
@@ -26,14 +28,14 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     g.add_argument("--num-tokens", type=int_arg(">= 0", lo=0), help="tokens each rank routes (default --tokens)")
     g.add_argument("--masked-ratio", type=float, default=0.0, help="share of top-k entries set to -1 (default 0)")
     g.add_argument("--expert-alignment", type=int_arg(">= 1"), default=1, help="expert_alignment (default 1)")
-    g.add_argument("--save-routing", metavar="FILE", help="also write the routing as .npy")
+    g.add_argument("--save-routing", metavar="FILE", type=FILE_ARG, help="also write the routing as .npy")
     k = p.add_argument_group("links (time estimate; default: the preset upstream published on)")
     k.add_argument("--network", metavar="NAME", help="scale-out NIC preset replacing the device's: cx7, cx8")
     k.add_argument("--nvlink-gbps", type=float, help="scale-up GB/s per rank and direction")
     k.add_argument("--rdma-gbps", type=float, help="scale-out GB/s per rank and direction")
     k.add_argument("--latency-us", type=float, help="latency per link in microseconds")
     p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.simulate/1)")
-    p.add_argument("--plot", metavar="FILE",
+    p.add_argument("--plot", metavar="FILE", type=FILE_ARG,
                    help="write the traffic heatmap and occupancy bars (.png, .svg or .pdf; needs epbuf[plot])")
     p.set_defaults(run=run)
 

@@ -7,9 +7,14 @@ import argparse
 import sys
 
 from ._options import (
-    DEFAULT_EXPERTS, DEFAULT_HIDDEN, DEFAULT_RANKS, DEFAULT_TOKENS, DEFAULT_TOPK, add_device_options, add_model_options,
-    add_wide_option, chosen_backends, device_from_args, int_arg, output_width, print_json, shape_from_args,
+    BACKENDS_ARG, DEFAULT_EXPERTS, DEFAULT_HIDDEN, DEFAULT_RANKS, DEFAULT_TOKENS, DEFAULT_TOPK, FILE_ARG,
+    add_device_options, add_model_options, add_wide_option, chosen_backends, device_from_args, int_arg, nonempty_arg,
+    output_width, print_json, shape_from_args,
 )
+
+
+#: A sweep axis: given, it lists at least one value (empty would silently mean the default).
+_LIST = nonempty_arg("a list 8,16,32 or a range 1:64")
 
 
 def configure(p: argparse.ArgumentParser, command: str) -> None:
@@ -17,12 +22,13 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
                      "(inclusive), 128:4096:128 (step) or 128:8192:*2 (geometric).")
     add_model_options(p, "model (explicit lists override it)")
     g = p.add_argument_group("axes")
-    g.add_argument("--backends", help="comma-separated backends (default: all)")
-    g.add_argument("--hidden", metavar="LIST", help=f"hidden sizes (default {DEFAULT_HIDDEN})")
-    g.add_argument("--topk", metavar="LIST", help=f"top-k values (default {DEFAULT_TOPK})")
-    g.add_argument("--experts", metavar="LIST", help=f"expert counts (default {DEFAULT_EXPERTS})")
-    g.add_argument("--ranks", metavar="LIST", help=f"EP sizes (default {DEFAULT_RANKS})")
-    g.add_argument("--tokens", metavar="LIST", help=f"num_max_tokens_per_rank values (default {DEFAULT_TOKENS})")
+    g.add_argument("--backends", type=BACKENDS_ARG, help="comma-separated backends (default: all)")
+    g.add_argument("--hidden", metavar="LIST", type=_LIST, help=f"hidden sizes (default {DEFAULT_HIDDEN})")
+    g.add_argument("--topk", metavar="LIST", type=_LIST, help=f"top-k values (default {DEFAULT_TOPK})")
+    g.add_argument("--experts", metavar="LIST", type=_LIST, help=f"expert counts (default {DEFAULT_EXPERTS})")
+    g.add_argument("--ranks", metavar="LIST", type=_LIST, help=f"EP sizes (default {DEFAULT_RANKS})")
+    g.add_argument("--tokens", metavar="LIST", type=_LIST,
+                   help=f"num_max_tokens_per_rank values (default {DEFAULT_TOKENS})")
     g.add_argument("--dtype", metavar="LIST", default="fp8", help="fp8, bf16 or fp8,bf16 (default fp8)")
     g.add_argument("--gpus-per-node", dest="gpus_per_node", type=int_arg(">= 1"),
                    help="scale-up domain size (default min(ranks, 8))")
@@ -30,9 +36,9 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
                    help="EPLB redundant experts added to the expert count (default 0)")
     d = p.add_argument_group("output (--device / --hbm draw the capacity on the plot)")
     add_device_options(d)
-    d.add_argument("--csv", metavar="FILE", help="write every row as CSV")
-    d.add_argument("--plot", metavar="FILE", help="write a plot, format by the extension: .png, .svg, .pdf; "
-                                                  "needs epbuf[plot] (matplotlib)")
+    d.add_argument("--csv", metavar="FILE", type=FILE_ARG, help="write every row as CSV")
+    d.add_argument("--plot", metavar="FILE", type=FILE_ARG,
+                   help="write a plot, format by the extension: .png, .svg, .pdf; needs epbuf[plot] (matplotlib)")
     d.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.sweep/1)")
     d.add_argument("--quiet", action="store_true", help="no table on stdout (needs --csv or --plot)")
     add_wide_option(d)

@@ -6,7 +6,7 @@ of the buffer and packs and unpacks through them (what :func:`~epbuf.codec.pack`
 from __future__ import annotations
 
 from ..errors import ArgumentProblem as Problem
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, check_int
 from ..report import RecordLayout
 from ._arguments import TargetSlots, check_buffer, dtype_and_count, field_bytes, num_tokens_of, split_rows
 from ._arrays import ops_for
@@ -109,6 +109,8 @@ class RecordSlots:
         if slots is not None and not isinstance(slots, int):
             num_tokens = int(slots.shape[0]) if hasattr(slots, "shape") else len(slots)
         else:
+            if num_slots is not None:
+                check_int("num_slots", num_slots, 0)  # 1.5 reached a slice as a TypeError
             num_tokens = max(0, length // stride - (slots or 0)) if num_slots is None else num_slots
             if num_tokens < 0:
                 raise InvalidArgumentError([Problem("num_slots", num_tokens, "allowed >= 0")])

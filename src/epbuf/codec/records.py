@@ -110,7 +110,14 @@ def slot_rows(buffer, stride: int, num_slots: int, offset: int = 0):
 
     Raises:
         CodecError: the slots do not fit in the buffer.
+        InvalidArgumentError: ``stride`` not a positive int, ``num_slots`` or ``offset`` not an
+            int >= 0 (a negative offset read from the buffer's end).
     """
+    from ..errors import check_int
+
+    check_int("stride", stride, 1)
+    check_int("num_slots", num_slots, 0)
+    check_int("offset", offset, 0)
     ops = ops_for(buffer)
     length = check_buffer(buffer, ops)
     if offset + num_slots * stride > length:

@@ -89,6 +89,9 @@ def region_slots(report: Report, record: str) -> RegionSlots:
         EpbufError: the report has no region of ``record`` records with a ``(rows, slots)``
             shape (today: ``deepep-v2`` and ``deepep-ll`` regions carry no shape).
     """
+    names = [r.name for r in getattr(report, "records", ())]
+    if record not in names:  # Report.record raises a bare KeyError
+        raise EpbufError(f"record = {record!r}: not a record of the report; its records: {', '.join(names) or 'none'}")
     layout = report.record(record)
     for buffer in report.buffers:
         for region in buffer.regions:

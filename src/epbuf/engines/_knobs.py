@@ -159,7 +159,9 @@ def parse_knob(knob: Knob, raw: object) -> object:
         value = raw if isinstance(raw, int) else _parse_int(str(raw))
         hi = knob.hi if knob.hi is not None else INT_SETTING_MAX
         if value is None or (knob.lo is not None and value < knob.lo) or value > hi:
-            if value is not None and value > hi and knob.hi is None:
+            digits = str(raw).strip().lstrip("+")
+            huge = value is None and digits.isascii() and digits.isdigit()  # digits, but more than 19 of them
+            if (huge or (value is not None and value > hi)) and knob.hi is None:
                 allowed += f"; at most {INT_SETTING_MAX} (64-bit)"
             _fail(knob.label, _shown(raw), allowed)
         return value

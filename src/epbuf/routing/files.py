@@ -52,6 +52,13 @@ def validate(topk_idx, *, num_experts: int, num_ranks: int, num_max_tokens_per_r
     return topk_idx.astype(np.int32, copy=False) if num_experts <= 2**31 - 1 else topk_idx
 
 
+def _first_line(error: BaseException) -> str:
+    """The first line of ``error``'s message, or its type when the message is empty (torch's
+    error for an empty file has none)."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
 def load(path: str | os.PathLike, *, num_ranks: int, num_experts: int, num_max_tokens_per_rank: int | None = None):
     """A recorded routing from ``.npy`` (numpy) or ``.pt`` / ``.pth`` (torch, a tensor or a
     dict with ``topk_idx``), validated by :func:`validate`."""
@@ -59,12 +66,18 @@ def load(path: str | os.PathLike, *, num_ranks: int, num_experts: int, num_max_t
     name = os.fspath(path)
     suffix = os.path.splitext(name)[1].lower()
     if not os.path.isfile(name):
-        raise RoutingFileError(f"--routing-file: {name}: no such file")
+        what = "no such file" if not os.path.exists(name) else "not a regular file (a folder, device or pipe)"
+        raise RoutingFileError(f"--routing-file: {name}: {what}")
     if suffix == ".npy":
         try:
-            data = np.load(name, allow_pickle=False)
+            # Mapped, then copied: a header that promises more than the file holds fails here at
+            # once (mmap length > file size) instead of allocating what the header says.
+            data = np.array(np.load(name, mmap_mode="r", allow_pickle=False))
         except (ValueError, OSError, EOFError) as error:
-            raise RoutingFileError(f"--routing-file: {name}: not a .npy array ({str(error).splitlines()[0]})") from None
+            reason = _first_line(error)
+            if reason.startswith("mmap length is greater than file size"):
+                reason = "the file is shorter than the array its header describes"
+            raise RoutingFileError(f"--routing-file: {name}: not a .npy array ({reason})") from None
     elif suffix in (".pt", ".pth"):
         try:
             import torch
@@ -76,7 +89,7 @@ def load(path: str | os.PathLike, *, num_ranks: int, num_experts: int, num_max_t
         try:
             data = torch.load(name, map_location="cpu", weights_only=True)
         except Exception as error:  # torch raises many types for a bad file
-            raise RoutingFileError(f"--routing-file: {name}: not a torch file ({str(error).splitlines()[0]})") from None
+            raise RoutingFileError(f"--routing-file: {name}: not a torch file ({_first_line(error)})") from None
         if isinstance(data, dict):
             data = data.get("topk_idx")
         if not isinstance(data, torch.Tensor):
