@@ -188,6 +188,20 @@ def test_dispatch_input_errors_name_the_argument_and_the_range(change, message):
         sim.dispatch([good[0], bad[0]], [good[1], bad[1]])
 
 
+def test_a_misshapen_x_is_the_only_problem_named():
+    """x of the wrong rank still gives the token count: good top-k arrays are not blamed with a
+    made-up ``num_tokens = -1``; a 0-d x names no token count at all."""
+    sim = Simulator(plan(), array="torch")
+    x, idx = inputs()
+    with pytest.raises(InvalidArgumentError) as caught:
+        sim.dispatch([x, x[:, :, None]], [idx, idx])
+    assert str(caught.value) == ("x (rank 1) = 'bfloat16 [3, 256, 1]': must be bfloat16 [num_tokens, hidden = 256]")
+    with pytest.raises(InvalidArgumentError) as caught:
+        sim.dispatch([x, x[0, 0]], [idx, idx[:, :1]])
+    assert "-1" not in str(caught.value)
+    assert "must be int64 or int32 [num_tokens, num_topk = 2]" in str(caught.value)
+
+
 def test_fp8_and_weights_input_errors():
     sim = Simulator(plan(use_fp8_dispatch=True), array="torch")
     x = torch.zeros(3, 256, dtype=torch.float8_e4m3fn)

@@ -40,34 +40,40 @@ class DispatchSteps(RankBase):
                 raise argument_error(name, type(value).__name__, f"must be a {ops.kind} array like the buffer")
         if x is None or topk_idx is None:
             raise InvalidArgumentError(problems or [ArgumentProblem("x", None, "required")])
-        num_tokens = int(x.shape[0]) if x.ndim == 2 else -1
+        # A misshapen x still has a token count to hold the others to, unless it has no dimension.
+        num_tokens = int(x.shape[0]) if x.ndim >= 1 else None
+        tokens_text = "num_tokens" if num_tokens is None else f"num_tokens = {num_tokens}"
+
+        def other_tokens(array) -> bool:  # the array's first dimension disagrees with x's
+            return num_tokens is not None and int(array.shape[0]) != num_tokens
         want = ops.dtype(hidden_field.dtype)
         if x.ndim != 2 or x.shape[1] != lay.hidden or x.dtype != want:
             problems.append(ArgumentProblem("x", describe(ops, x), f"must be {str(want).removeprefix('torch.')} "
                                                                     f"[num_tokens, hidden = {lay.hidden}]"))
-        if num_tokens > lay.num_max_tokens_per_rank:
+        if num_tokens is not None and num_tokens > lay.num_max_tokens_per_rank:
             problems.append(ArgumentProblem("x", f"{num_tokens} tokens", f"allowed 0..{lay.num_max_tokens_per_rank} "
                                                                          "(num_max_tokens_per_rank of the plan)"))
         if sf is not None:
             per_token = ops.itemsize(sf) * (int(sf.shape[1]) if sf.ndim == 2 else -1)
-            if sf.ndim != 2 or int(sf.shape[0]) != num_tokens or per_token != lay.num_sf_bytes:
+            if sf.ndim != 2 or other_tokens(sf) or per_token != lay.num_sf_bytes:
                 problems.append(ArgumentProblem("sf", describe(ops, sf),
-                                                f"must be [num_tokens = {num_tokens}, n] with n x element size = "
+                                                f"must be [{tokens_text}, n] with n x element size = "
                                                 f"{lay.num_sf_bytes} B per token (the record's SF field)"))
         topk = lay.num_topk
-        if topk_idx.ndim != 2 or int(topk_idx.shape[0]) != num_tokens or int(topk_idx.shape[1]) != topk \
+        if topk_idx.ndim != 2 or other_tokens(topk_idx) or int(topk_idx.shape[1]) != topk \
                 or ops.dtype_name(topk_idx) not in ("int64", "int32"):
             problems.append(ArgumentProblem("topk_idx", describe(ops, topk_idx),
-                                            f"must be int64 or int32 [num_tokens = {num_tokens}, num_topk = {topk}]"))
+                                            f"must be int64 or int32 [{tokens_text}, num_topk = {topk}]"))
         else:
             host_idx = ops.to_numpy(topk_idx)
             if host_idx.size and (host_idx.min() < -1 or host_idx.max() >= lay.num_experts):
                 problems.append(ArgumentProblem("topk_idx", f"values {int(host_idx.min())}..{int(host_idx.max())}",
                                                 f"allowed -1..{lay.num_experts - 1} (-1: no expert)"))
-        if topk_weights is not None and (topk_weights.ndim != 2 or tuple(int(d) for d in topk_weights.shape)
-                                         != (num_tokens, topk) or ops.dtype_name(topk_weights) != "float32"):
+        if topk_weights is not None and (topk_weights.ndim != 2 or other_tokens(topk_weights)
+                                         or int(topk_weights.shape[1]) != topk
+                                         or ops.dtype_name(topk_weights) != "float32"):
             problems.append(ArgumentProblem("topk_weights", describe(ops, topk_weights),
-                                            f"must be float32 [num_tokens = {num_tokens}, num_topk = {topk}] or None"))
+                                            f"must be float32 [{tokens_text}, num_topk = {topk}] or None"))
         if problems:
             raise InvalidArgumentError(problems)
         return x, sf
