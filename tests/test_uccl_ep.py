@@ -484,3 +484,20 @@ def test_get_num_bytes_per_token_rejects_hostile_arguments(position, bad):
         u.get_num_bytes_per_token(*args)
     assert [p.argument for p in info.value.problems] == [
         ("hidden_int4", "num_scales", "num_topk_idx", "num_topk_weights")[position]]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_uccl_options_without_uccl_ep_are_refused_and_unlisted(capsys, engine):
+    """UCCL-EP's own engine options size nothing without --uccl-ep: given, they are refused in
+    one line (exit 2), as hint refuses another backend's options; left at their defaults they
+    are not listed among the settings."""
+    code, out, err = run(capsys, "engine", engine, "--model", "deepseek-v3", "--ranks", "16", "--uccl-nic", "efa")
+    assert (code, out) == (2, "")
+    assert err == ("epbuf engine: error: --uccl-nic = 'efa': only read with --uccl-ep (UCCL-EP's drop-in): "
+                   "add --uccl-ep or remove it\n")
+    code, out, _ = run(capsys, "engine", engine, "--model", "deepseek-v3", "--ranks", "16", "--json")
+    names = {s["name"] for s in json.loads(out)["settings"]}
+    assert code == 0 and not names & {"--uccl-nic", "--uccl-per-expert-batching", "--uccl-platform"}
+    code, out, _ = run(capsys, "engine", engine, "--model", "deepseek-v3", "--ranks", "16", "--uccl-ep", "--json")
+    names = {s["name"] for s in json.loads(out)["settings"]}
+    assert code == 0 and {"--uccl-nic", "--uccl-per-expert-batching", "--uccl-platform"} <= names

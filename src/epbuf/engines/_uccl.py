@@ -35,7 +35,7 @@ from ._common import limit, limit_findings
 from ._knobs import EngineProblem, Knob
 from ._libraries import token_recommendations
 
-__all__ = ["KNOBS", "UCCL", "WRAPPER", "enabled", "uccl_plan_kwargs", "uccl_version", "allocations",
+__all__ = ["KNOBS", "UCCL", "WRAPPER", "enabled", "listed", "check_options", "uccl_plan_kwargs", "uccl_version", "allocations",
            "constructor_limits", "shrink_limit", "runtime_findings", "fixed_nvl", "ll_token_recommendations", "no_v2",
            "limits_and_findings"]
 
@@ -65,6 +65,31 @@ KNOBS = (
 def enabled(ctx) -> bool:
     """Whether ``--uccl-ep`` is set."""
     return bool(ctx.value("--uccl-ep"))
+
+
+_OWN = frozenset(k.name for k in KNOBS[1:])  # --uccl-nic, ...: what sizes UCCL-EP only
+
+
+def listed(ctx, setting) -> bool:
+    """Whether an engine's settings table lists ``setting``: UCCL-EP's own options size nothing
+    without ``--uccl-ep``, so they are listed only with it (:func:`check_options` refuses them set
+    without it)."""
+    return setting.name not in _OWN or enabled(ctx)
+
+
+def check_options(ctx) -> None:
+    """UCCL-EP's own options given without ``--uccl-ep`` would be read by nothing: refused, as
+    ``epbuf hint`` refuses another backend's options.
+
+    Raises:
+        InvalidArgumentError: one line per option, naming ``--uccl-ep``.
+    """
+    if enabled(ctx):
+        return
+    given = [ctx.setting(name) for name in sorted(_OWN) if ctx.setting(name).source != "default"]
+    if given:
+        raise InvalidArgumentError([EngineProblem(st.name, st.value, "only read with --uccl-ep (UCCL-EP's drop-in): "
+                                                                     "add --uccl-ep or remove it") for st in given])
 
 
 def uccl_version(ctx):

@@ -207,7 +207,8 @@ def recipe(ctx: EngineContext) -> EngineReport:
         settings.append(Setting(name="top-k with fused shared experts", value=ctx.num_topk + fused, source="derived",
                                 note=f"top_k {ctx.num_topk} + num_fused_shared_experts {fused}"))
         ctx = ctx.replace(num_topk=ctx.num_topk + fused)
-    settings += [st for st in ctx.settings.values() if st.value is not None]
+    _uccl.check_options(ctx)
+    settings += [st for st in ctx.settings.values() if st.value is not None and _uccl.listed(ctx, st)]
     backend = ctx.value("--moe-a2a-backend")
     if _uccl.enabled(ctx) and backend != "deepep":
         raise _uccl_sglang.not_deep_ep(backend)

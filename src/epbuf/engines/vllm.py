@@ -256,7 +256,8 @@ def recipe(ctx: EngineContext) -> EngineReport:
                         note="internode" if num_nodes > 1 else "one node"),
                 Setting(name="experts seen by DeepEP", value=num_experts, source="derived",
                         note=f"routed {ctx.num_experts} + redundant {redundant} ({A2A_UTILS})")]
-    settings += [st for st in s.values() if st.value is not None]
+    _uccl.check_options(ctx)
+    settings += [st for st in s.values() if st.value is not None and _uccl.listed(ctx, st)]
     if backend in ("deepep_low_latency", "deepep_v2", "pplx", *_vllm_mori.BACKENDS):
         settings.append(Setting(name="num_max_tokens_per_rank (T)", value=tokens, source="derived",
                                 note=f"{tokens_knob} ({VERSIONS[ctx.version].split(':')[0]})"))
