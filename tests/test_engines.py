@@ -86,7 +86,7 @@ def test_vllm_exact_ceiling_1843_from_the_assertion(version):
     assert rec.value == 1843
     hint = deepep_v1.get_low_latency_rdma_size_hint
     assert hint(1843, 5120, 16, 448) // 16 < INT32_MAX <= hint(1844, 5120, 16, 448) // 16
-    assert rec.num_bytes == 1024 * MiB + hint(1843, 5120, 16, 448)
+    assert rec.num_bytes == 1024 * MiB + hint(1843, 5120, 16, 448) + 33_554_432 + 160  # + workspace, NVL metadata
     assert "vllm.ll-32gib-ceiling" not in codes(vllm_ll(1843, version))
     assert "vllm.ll-32gib-ceiling" in codes(vllm_ll(1844, version))
 
@@ -112,7 +112,7 @@ def test_vllm_ll_example_bytes(tokens, experts, expected):
                  flags={"--all2all-backend": "deepep_low_latency", "--max-num-batched-tokens": tokens})
     assert rep.report.buffer("LL RDMA buffer").num_bytes == expected
     assert rep.report.quantity("num_qps_per_rank") == 16
-    assert rep.num_bytes == expected + 1024 * MiB
+    assert rep.num_bytes == expected + 1024 * MiB + 33_554_432 + 160  # + the Buffer's workspace and NVL metadata
 
 
 @pytest.mark.parametrize("tokens, redundant, gib", [
@@ -289,14 +289,17 @@ def test_sglang_low_latency_example(tokens, rdma):
         assert buf.num_bytes == rdma
     else:
         assert round(buf.num_bytes / GiB, 2) == 14.22
-    assert [b.name for b in rep.report.buffers] == ["RDMA buffer (low-latency)"]  # num_nvl_bytes = 0
+    # num_nvl_bytes = 0: no NVL buffer and no NVL metadata; the constructor's workspace always
+    assert [b.name for b in rep.report.buffers] == ["RDMA buffer (low-latency)", "workspace"]
+    assert rep.num_bytes == buf.num_bytes + 33_554_432
     assert rep.report.quantity("num_qps_per_rank") == 16
 
 
 def test_sglang_intranode_normal():
     """docs/derivations/engines.md §2.5 ex. 4: R=8, BF16: NVL 320.16 MiB, no RDMA buffer."""
     rep = report("sglang", model="deepseek-v3", version="param-bytes-2", flags={"--tp-size": 8, "--deepep-mode": "normal"})
-    assert round(rep.num_bytes / MiB, 2) == 320.16 and [b.name for b in rep.report.buffers] == ["NVL buffer"]
+    assert round((rep.num_bytes - 33_554_432 - 160) / MiB, 2) == 320.16  # minus the workspace and NVL metadata
+    assert [b.name for b in rep.report.buffers] == ["NVL buffer", "NVL metadata", "workspace"]
 
 
 def test_sglang_1024_cap_and_load():
@@ -555,11 +558,12 @@ def test_vllm_ll_budget_recommendation_is_exact(budget_mib):
     rep = vllm_ll(256, budget=budget)
     rec = rep.recommendation("VLLM_MOE_DP_CHUNK_SIZE", "budget")
     hint = lambda t: deepep_v1.get_low_latency_rdma_size_hint(t, 5120, 16, 448)  # noqa: E731
+    fixed = 1024 * MiB + 33_554_432 + 160  # NVL buffer + the constructor's workspace and NVL metadata
     if rec.value is None:
-        assert 1024 * MiB + hint(1) > budget
+        assert fixed + hint(1) > budget
         return
-    assert rec.num_bytes == 1024 * MiB + hint(rec.value) <= budget
-    assert rec.value == 1843 or 1024 * MiB + hint(rec.value + 1) > budget
+    assert rec.num_bytes == fixed + hint(rec.value) <= budget
+    assert rec.value == 1843 or fixed + hint(rec.value + 1) > budget
 
 
 @settings(max_examples=10, deadline=None)
@@ -570,7 +574,7 @@ def test_sglang_budget_recommendation_is_exact(budget_mib):
     rep = report("sglang", model="deepseek-v3", version="param-bytes-2", budget=budget,
                  flags={"--tp-size": 16, "--deepep-mode": "auto"})
     rec = rep.recommendation("SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK", "budget")
-    nvl, normal_rdma = 377_673_984, 91_887_744
+    nvl, normal_rdma = 377_673_984 + 33_554_432 + 160, 91_887_744  # NVL buffer + workspace + NVL metadata
     total = lambda t: nvl + max(normal_rdma, deepep_v1.get_low_latency_rdma_size_hint(t, 7168, 16, 256))  # noqa: E731
     assert total(rec.value) == rec.num_bytes <= budget
     assert rec.value == 1024 or total(rec.value + 1) > budget
@@ -595,7 +599,9 @@ def test_ht_and_hccl_budget_recommendations_are_exact(budget_gib):
     budget = int(budget_gib * GiB)
     ht = report("vllm", model="deepseek-v3", num_ranks=16, flags={"--all2all-backend": "deepep_high_throughput"},
                 budget=budget).recommendation("VLLM_DEEPEP_BUFFER_SIZE_MB", "budget")
-    assert ht.value * MiB * 2 <= budget and (ht.value == 2047 or (ht.value + 1) * MiB * 2 > budget)
+    ctor = 33_554_432 + 160  # the constructor's workspace and NVL metadata
+    assert ht.num_bytes == ht.value * MiB * 2 + ctor <= budget
+    assert ht.value == 2047 or (ht.value + 1) * MiB * 2 + ctor > budget
     npu = report("sgl-kernel-npu", model="deepseek-v3", flags={"--ep-size": 16},
                  budget=budget).recommendation("HCCL_BUFFSIZE", "budget")
     assert 2 * npu.value * MiB <= budget < 2 * (npu.value + 1) * MiB
@@ -763,7 +769,7 @@ def test_registered_in_main_cli(capsys):
     sub = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)][0]
     assert "engine" in sub.choices
     code = main(["engine", "megatron", "--expert-model-parallel-size", "16", "--json"])
-    assert code == 0 and json.loads(capsys.readouterr().out)["num_bytes"] == 377_673_984 + 91_887_744
+    assert code == 0 and json.loads(capsys.readouterr().out)["num_bytes"] == 377_673_984 + 91_887_744 + 33_554_432 + 160
     assert main(["engine", "vllm", "--env", "FOO=1"]) == 2
 
 
@@ -806,13 +812,14 @@ PER_ROUND_ENV = "DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS"
 @pytest.mark.parametrize("argv, limit_name, source, num_bytes", [
     # vLLM FusedMoE.__init__: no redundant experts without EPLB; the HT buffers are VLLM_DEEPEP_BUFFER_SIZE_MB
     (VLLM_HT + ["--num-redundant-experts", "5"], "redundant experts == 0 without --enable-eplb",
-     "assert num_redundant_experts == 0", 1024 * MiB),
+     "assert num_redundant_experts == 0", 1024 * MiB + 33_554_432 + 160),
     # ... and with EPLB 256 + 5 experts over 16 ranks; 16 ranks span two nodes: NVL + RDMA, 1 GiB each
     (VLLM_HT + ["--enable-eplb", "--num-redundant-experts", "5", "--ranks", "16"],
      "experts (routed + redundant) % EP size == 0 (--enable-eplb)", "assert self.global_num_experts % self.ep_size",
-     2 * 1024 * MiB),
+     2 * 1024 * MiB + 33_554_432 + 160),
     # DeepEP's Buffer constructor: 12 ranks (buffer.hpp:114); vLLM sizes HT buffers without DeepEP's configs
-    (VLLM_HT + ["--ranks", "12"], "num_ranks < 8 or num_ranks % 8 == 0", "csrc/legacy/buffer.hpp:114", 1024 * MiB),
+    (VLLM_HT + ["--ranks", "12"], "num_ranks < 8 or num_ranks % 8 == 0", "csrc/legacy/buffer.hpp:114",
+     1024 * MiB + 33_554_432 + 160),
     # sgl-kernel-npu deep_ep.Buffer's constructor (deep_ep.cpp:70-86); the window is HCCL_BUFFSIZE, 2 x 200 MiB
     (["engine", "sgl-kernel-npu", "--env", f"{ROUND_ENV}=2"],
      "DEEPEP_NORMAL_LONG_SEQ_ROUND set iff _PER_ROUND_TOKENS set (1: only one is)", "deep_ep.cpp:70", 400 * MiB),
@@ -894,7 +901,11 @@ def test_ll_budget_search_before_the_ceiling_version_stays_within_the_int_produc
     rep = report("vllm", model="deepseek-v3", num_ranks=16, flags={"--all2all-backend": "deepep_low_latency"},
                  budget=40 << 30, backend_version="v1.2.1")
     budget = [r for r in rep.recommendations if r.goal == "budget"]
-    assert [(r.value, r.num_bytes <= 40 << 30) for r in budget] == [(2808, True)]
+    # 2806, not 2808: the total counts the constructor's 32 MiB workspace and NVL metadata (v1.2.1 has the
+    # barrier signals, 160 B), and 1 GiB + hint(2808) + 33,554,592 B exceeds the 40 GiB budget
+    assert [(r.value, r.num_bytes <= 40 << 30) for r in budget] == [(2806, True)]
+    assert budget[0].num_bytes == 1024 * MiB + deepep_v1.get_low_latency_rdma_size_hint(
+        2806, 7168, 16, 256, version="v1.2.1") + 33_554_432 + 160
 
 
 def test_hccl_communicators_are_bounded(capsys):

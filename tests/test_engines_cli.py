@@ -68,7 +68,8 @@ def test_issue_12_vllm_serve_launch_line(capsys):
     plain = report("vllm", model="deepseek-v3", flags={"--data-parallel-size": 16, "--enable-expert-parallel": True,
                                                        "--all2all-backend": "deepep_low_latency",
                                                        "--max-num-batched-tokens": 2048, "--fp8-dispatch": True})
-    assert data["num_bytes"] == plain.num_bytes == 1024 * 1024 * 1024 + 30_534_535_296
+    # + the Buffer constructor's workspace and NVL metadata
+    assert data["num_bytes"] == plain.num_bytes == 1024 * 1024 * 1024 + 30_534_535_296 + 33_554_432 + 160
     (note,) = findings(data, "engine.ignored")
     assert note["data"]["ignored"] == ["--trust-remote-code", "--gpu-memory-utilization 0.9", "--max-model-len 32768"]
     assert not findings(data, "engine.epbuf-default")  # the line names its all2all backend
@@ -100,7 +101,7 @@ def test_issue_12_torchrun_pretrain_gpt_line(capsys):
                              "--moe-flex-dispatcher-backend", "deepep")
     assert code == 0 and err == ""
     data = json.loads(out)
-    assert data["num_bytes"] == 377_673_984 + 91_887_744  # engines.md §3.4 row 2
+    assert data["num_bytes"] == 377_673_984 + 91_887_744 + 33_554_432 + 160  # engines.md §3.4 row 2 + workspace, metadata
     assert findings(data, "engine.ignored")[0]["data"]["ignored"] == ["--nproc-per-node 8", "--nnodes 2",
                                                                       "--num-layers 61"]
 

@@ -153,7 +153,7 @@ def test_7_megatron_sm_knobs(capsys):
                   "--moe-deepep-num-sms", "32")
     flex = report("megatron", model="deepseek-v3", flags={"--expert-model-parallel-size": 16,
                                                           "--moe-flex-dispatcher-num-sms": 24})
-    assert data["num_bytes"] == flex.num_bytes == 453_208_704 + 110_265_216
+    assert data["num_bytes"] == flex.num_bytes == 453_208_704 + 110_265_216 + 33_554_432 + 160  # + workspace, metadata
     assert "megatron.deprecated-num-sms" in [f["code"] for f in data["report"]["findings"]]
     hybrid = engine(capsys, "megatron", "--expert-model-parallel-size", "16", "--moe-hybridep-num-sms", "24")
     assert hybrid["num_bytes"] == flex.num_bytes  # routed to moe_flex_dispatcher_num_sms
@@ -196,7 +196,9 @@ def test_sglang_fused_shared_experts(capsys):
     settings = {s["name"]: s["value"] for s in data["settings"]}
     assert settings["experts seen by DeepEP"] == 272 and settings["top-k with fused shared experts"] == 9
     assert not data["errors"]
-    assert data["num_bytes"] == deepep_v1.get_low_latency_rdma_size_hint(128, 7168, 16, 272) == 2_027_686_272
+    # low-latency mode: num_nvl_bytes = 0, so the constructor adds only its workspace
+    assert data["num_bytes"] == deepep_v1.get_low_latency_rdma_size_hint(128, 7168, 16, 272) + 33_554_432
+    assert data["num_bytes"] - 33_554_432 == 2_027_686_272
 
 
 def test_vllm_prefill_context_parallel_and_v2_sequence_parallel(capsys):

@@ -1,6 +1,6 @@
 """Helpers shared by the engines that allocate DeepEP buffers (vLLM, SGLang, Megatron-LM):
-the ``Buffer`` constructor's size checks, the low-latency QP-depth check, and exact
-recommendations over the low-latency and V2 token counts. Every size comes from
+the ``Buffer`` constructor's size checks and device allocations besides the hinted bytes, the
+low-latency QP-depth check, and exact recommendations over the low-latency and V2 token counts. Every size comes from
 :mod:`epbuf.backends.deepep_v1` / :mod:`epbuf.backends.deepep_v2`.
 
 DeepEP citations are ``deepseek-ai/DeepEP path:line @dd758ca`` (2026-07-14) unless stated.
@@ -9,7 +9,7 @@ DeepEP citations are ``deepseek-ai/DeepEP path:line @dd758ca`` (2026-07-14) unle
 from __future__ import annotations
 
 from ..errors import InvalidArgumentError
-from ..report import Finding, LimitCheck
+from ..report import Buffer, Finding, LimitCheck
 from ..units import INT32_MAX, format_bytes, format_int
 from .._search import largest_true
 from ._common import EngineContext, limit
@@ -51,6 +51,28 @@ def constructor_limits(num_nvl_bytes: int, num_rdma_bytes: int, num_ranks: int, 
         out.append(limit("num_ranks <= 8 x NUM_MAX_RDMA_PEERS (normal mode)", num_ranks, "<=", NORMAL_MAX_RANKS, CTOR))
     out.append(limit(RANKS_LIMIT, num_ranks % 8 if num_ranks >= 8 else 0, "==", 0, RANKS_SOURCE))
     return out
+
+
+def constructor_allocations(version, num_nvl_bytes: int) -> list[Buffer]:
+    """What one DeepEP V1 ``Buffer`` (``version``, a ``deepep_v1.Version``) allocates on the
+    device besides ``num_nvl_bytes`` and ``num_rdma_bytes``: the NVL metadata tables appended to
+    the NVL allocation when ``num_nvl_bytes > 0`` (``BUF:132-135``) and the 32 MiB workspace
+    (``BUF:148-150``), from :mod:`epbuf.backends.deepep_v1.memory`. The engine's "NVL buffer" row
+    stays ``num_nvl_bytes`` (the engine's request); the metadata is its own row here."""
+    from ..backends.deepep_v1 import memory
+
+    out = []
+    if num_nvl_bytes > 0:
+        meta = memory.nvl_metadata(version)
+        out.append(Buffer.combine("NVL metadata", meta, "sum", 1,
+                                  source=version.cite("BUF", "132-135", "appended to the NVL allocation")))
+    return out + [memory.workspace_allocation(version)]
+
+
+def constructor_num_bytes(version, num_nvl_bytes: int) -> int:
+    """Bytes of :func:`constructor_allocations`: 33,554,432 (+ 160, or 131,200 before ``8da2d7b``,
+    when ``num_nvl_bytes > 0``); what every total and budget search of an engine adds per Buffer."""
+    return sum(b.num_bytes for b in constructor_allocations(version, num_nvl_bytes))
 
 
 def without_low_latency_duplicates(limits: list[LimitCheck]) -> list[LimitCheck]:

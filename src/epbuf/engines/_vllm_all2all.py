@@ -111,11 +111,14 @@ def low_latency(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, tok
             f"set NVSHMEM_QP_DEPTH={(tokens + 1) * 2} or lower {tokens_knob}"})
     findings += _deepep.without_backend_ceiling(ll.findings)
     findings += _load_findings(ctx, tokens, tokens_knob)
-    total = nvl_bytes + hint
+    ctor = _deepep.constructor_allocations(version, nvl_bytes)  # one Buffer (module docstring of .vllm)
+    ctor_bytes = sum(b.num_bytes for b in ctor)
+    total = nvl_bytes + hint + ctor_bytes
     findings += budget_findings("vllm", ctx, total)
 
     recs = _deepep.ll_recommendations(
-        ctx, tokens_knob, hidden=hidden, num_ranks=num_ranks, num_experts=num_experts, fixed_bytes=nvl_bytes,
+        ctx, tokens_knob, hidden=hidden, num_ranks=num_ranks, num_experts=num_experts,
+        fixed_bytes=nvl_bytes + ctor_bytes,
         other_rdma_bytes=0, version=version,
         extra_load_text=(" (a larger per-step batch is dispatched in chunks of this size)"
                          if tokens_knob == "VLLM_MOE_DP_CHUNK_SIZE" else
@@ -138,7 +141,7 @@ def low_latency(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, tok
         inputs={"num_max_dispatch_tokens_per_rank": tokens, "hidden": hidden, "num_ranks": num_ranks,
                 "num_experts": num_experts, "num_topk": ctx.num_topk, "num_nodes": num_nodes,
                 "use_fp8_dispatch": fp8, "deepep_version": version.id},
-        buffers=(nvl, rdma), records=ll.records, quantities=tuple(quantities), findings=tuple(findings),
+        buffers=(nvl, rdma, *ctor), records=ll.records, quantities=tuple(quantities), findings=tuple(findings),
         limits=tuple(limits))
     return rep, recs
 
@@ -239,27 +242,35 @@ def high_throughput(ctx, num_ranks, per_node, num_nodes, num_experts, redundant,
         findings.append(Finding(severity="info", code="vllm.ht-config-none",
                                 message=f"vLLM passes config=None for {num_ranks} ranks; DeepEP then uses the same "
                                         "default tables", data={}))
-    total = env_bytes + rdma_bytes
-    findings += budget_findings("vllm", ctx, total)
+    ctor = _deepep.constructor_allocations(version, env_bytes)  # one Buffer (module docstring of .vllm)
+    buffers += ctor
+    findings += budget_findings("vllm", ctx, env_bytes + rdma_bytes + sum(b.num_bytes for b in ctor))
 
     cap = 2047 if use_rdma else (INT32_MAX * 16 - 1) // MiB  # the constructor's INT_MAX checks, in MiB
     nbuf = 2 if use_rdma else 1
-    recs = [Recommendation(setting="VLLM_DEEPEP_BUFFER_SIZE_MB", value=cap, goal="limit", num_bytes=cap * MiB * nbuf,
+
+    def total(m: int) -> int:
+        """The device allocation with VLLM_DEEPEP_BUFFER_SIZE_MB = m: the buffer(s) and the constructor's own."""
+        return m * MiB * nbuf + _deepep.constructor_num_bytes(version, m * MiB)
+
+    recs = [Recommendation(setting="VLLM_DEEPEP_BUFFER_SIZE_MB", value=cap, goal="limit", num_bytes=total(cap),
                            message="the largest value DeepEP's Buffer constructor accepts here "
                                    + ("(NVL and RDMA bytes <= INT_MAX)" if use_rdma else "(NVL bytes / 16 < INT_MAX)"))]
     need = max(nvl_hint, rdma_hint if use_rdma else 0)
     if need:
         value = mib_ceil(need)
         recs.append(Recommendation(setting="VLLM_DEEPEP_BUFFER_SIZE_MB", value=value if value <= cap else None,
-                                   goal="load", num_bytes=value * MiB * nbuf,
+                                   goal="load", num_bytes=total(value),
                                    message="the smallest value that holds DeepEP's own hints for this shape "
                                            "(high-throughput buffers do not depend on the token count)"))
     if ctx.budget is not None:
-        best = largest_true(0, cap, lambda m: m * MiB * nbuf <= ctx.budget)
+        best = largest_true(0, cap, lambda m: total(m) <= ctx.budget)
         recs.append(Recommendation(setting="VLLM_DEEPEP_BUFFER_SIZE_MB", value=best, goal="budget",
-                                   num_bytes=best * MiB * nbuf if best is not None else None,
-                                   message=f"the largest value whose {nbuf} buffer(s) fit --budget "
-                                           f"{format_bytes(ctx.budget)}"))
+                                   num_bytes=total(best) if best is not None else None,
+                                   message=f"the largest value whose {nbuf} buffer(s) and DeepEP's 32 MiB workspace "
+                                           f"fit --budget {format_bytes(ctx.budget)}" if best is not None else
+                                           f"nothing fits --budget {format_bytes(ctx.budget)}: DeepEP's workspace "
+                                           f"alone takes {format_int(total(0))} B"))
     inputs = {"hidden": hidden, "hidden_bytes": hidden_bytes, "num_ranks": num_ranks, "num_nodes": num_nodes,
               "internode": internode, "num_sms": NUM_SMS, "deepep_version": version.id}
     quantities = [Quantity(name="num_qps_per_rank", value=NUM_SMS // 2 if use_rdma else 1, source=A2A),

@@ -9,7 +9,10 @@ Upstream ``NVIDIA/Megatron-LM @d98e8a64ddf3`` (2026-08-22):
   ``num_nvl_bytes = max(config.get_nvl_buffer_size_hint(hidden_bytes, group.size()), ...)`` and
   the same for RDMA; ``Buffer(group, num_nvl_bytes, num_rdma_bytes)`` (DeepEP defaults: normal
   mode, ``num_qps_per_rank = 24``) is (re)allocated only when none exists, the group changed,
-  or the existing one is smaller — the buffer grows, it never shrinks.
+  or the existing one is smaller — the buffer grows, it never shrinks. One ``Buffer`` at a time: the
+  module-level ``_buffer`` (l.21, 46) is replaced by ``_buffer = Buffer(group, num_nvl_bytes,
+  num_rdma_bytes)`` (l.68). Its constructor also allocates the NVL metadata and the 32 MiB workspace
+  (:func:`epbuf.engines._deepep.constructor_allocations`).
 * ``set_deepep_num_sms`` (l.261-263) -> ``Buffer.set_num_sms``; ``_DeepepManager.__init__``
   (``token_dispatcher.py:1287-1292``) passes ``moe_flex_dispatcher_num_sms`` or 20.
 * ``TransformerConfig.__post_init__`` (``transformer_config.py:1792-1811``): the deprecated
@@ -168,8 +171,10 @@ def recipe(ctx: EngineContext) -> EngineReport:
         return nvl, rdma
 
     def total(sms: int) -> int:
+        """The device allocation at ``sms``: the hinted buffers and the constructor's own."""
         nvl, rdma = hints(sms)
-        return max(r.num_bytes for r in nvl) + max(r.num_bytes for r in rdma)
+        nvl_bytes = max(r.num_bytes for r in nvl)
+        return nvl_bytes + max(r.num_bytes for r in rdma) + _deepep.constructor_num_bytes(version, nvl_bytes)
 
     nvl_regions, rdma_regions = hints(num_sms)
     src = f"{REPO} {FUSED}:36-69 get_buffer"
@@ -178,6 +183,8 @@ def recipe(ctx: EngineContext) -> EngineReport:
         buffers.append(max_buffer("RDMA buffer", rdma_regions, src))
     nvl_bytes = buffers[0].num_bytes
     rdma_bytes = buffers[1].num_bytes if len(buffers) > 1 else 0
+    ctor = _deepep.constructor_allocations(version, nvl_bytes)  # the one get_buffer Buffer (module docstring)
+    buffers += ctor
     limits = _deepep.constructor_limits(nvl_bytes, rdma_bytes, num_ranks, False)
     findings = limit_findings("megatron", limits, {_deepep.RANKS_LIMIT: _deepep.RANKS_CONSEQUENCE}) + sms_findings
     findings += [
@@ -192,7 +199,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
                 message="the buffers do not depend on the token count (per-channel rings of chunked tokens); "
                         "--moe-flex-dispatcher-num-sms is the knob that sizes them", data={}),
     ]
-    findings += budget_findings("megatron", ctx, nvl_bytes + rdma_bytes)
+    findings += budget_findings("megatron", ctx, nvl_bytes + rdma_bytes + sum(b.num_bytes for b in ctor))
     recs = []
     if ctx.budget is not None:
         best = largest_true(1, MAX_SEARCH_NUM_SMS // 2, lambda half: total(2 * half) <= ctx.budget)
@@ -201,7 +208,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
             setting="--moe-flex-dispatcher-num-sms", value=value, goal="budget",
             num_bytes=total(value) if value is not None else None,
             message=(f"the largest even num_sms (up to {MAX_SEARCH_NUM_SMS}; your GPU's SM count caps it) whose NVL + "
-                     f"RDMA buffers fit --budget {format_bytes(ctx.budget)}") if value is not None else
+                     f"RDMA buffers and DeepEP's 32 MiB workspace fit --budget {format_bytes(ctx.budget)}") if value is not None else
                     f"even num_sms = 2 takes {format_bytes(total(2))}, above --budget {format_bytes(ctx.budget)}"))
     if ctx.load is not None:
         findings.append(Finding(severity="info", code="megatron.load-unused",

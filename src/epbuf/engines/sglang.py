@@ -13,7 +13,11 @@ whose sizing code is the same; ``TD`` below):
   ``num_experts % R == 0``; ``num_rdma_bytes = max(Buffer.get_low_latency_rdma_size_hint(T,
   hidden_size, R, num_experts), num_rdma_bytes)``. ``Buffer(group, num_nvl_bytes, num_rdma_bytes,
   low_latency_mode = deepep_mode.enable_low_latency(), num_qps_per_rank = num_sms | E / R |
-  max(num_sms, E / R))``.
+  max(num_sms, E / R))``. One ``Buffer`` per process in every mode, ``auto`` included (@003a81bf):
+  ``DeepEPBuffer._buffer = None`` (l.149) is returned once set (l.165-166) and assigned once,
+  ``cls._buffer = Buffer(...)`` (l.233); the normal and low-latency dispatchers share it. Its
+  constructor also allocates the NVL metadata (``num_nvl_bytes > 0``: normal and auto) and the 32 MiB
+  workspace (:func:`epbuf.engines._deepep.constructor_allocations`).
 * ``_DeepEPDispatcherImplBase.__init__``: ``self.params_bytes = 2`` (``454e84da`` and earlier);
   T = ``SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK`` (``EnvInt(128)``,
   ``python/sglang/srt/environ.py``) and ``assert self.num_max_dispatch_tokens_per_rank <= 1024``
@@ -301,6 +305,9 @@ def _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, sett
         buffers.append(max_buffer("RDMA buffer", rdma_regions, src))
     nvl_bytes = buffers[0].num_bytes if nvl_regions else 0
     rdma_bytes = buffers[-1].num_bytes if buffers and buffers[-1].name.startswith("RDMA") else 0
+    ctor = _deepep.constructor_allocations(version, nvl_bytes)  # the one DeepEPBuffer (module docstring)
+    buffers += ctor
+    ctor_bytes = sum(b.num_bytes for b in ctor)
     normal_rdma = max((r.num_bytes for r in rdma_regions if r.name.startswith("normal")), default=0)
 
     limits = own_limits + _deepep.constructor_limits(nvl_bytes, rdma_bytes, num_ranks, low_latency)
@@ -338,12 +345,12 @@ def _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, sett
         findings.append(Finding(severity="info", code="sglang.normal-token-independent",
                                 message="normal-mode buffers do not depend on the token count (per-channel rings "
                                         f"of chunked tokens); {knob} is not used", data={}))
-    findings += budget_findings("sglang", ctx, nvl_bytes + rdma_bytes)
+    findings += budget_findings("sglang", ctx, nvl_bytes + rdma_bytes + ctor_bytes)
 
     recs = []
     if ll_report is not None:
         recs = _deepep.ll_recommendations(
-            ctx, knob, hidden=hidden, num_ranks=num_ranks, num_experts=num_experts, fixed_bytes=nvl_bytes,
+            ctx, knob, hidden=hidden, num_ranks=num_ranks, num_experts=num_experts, fixed_bytes=nvl_bytes + ctor_bytes,
             other_rdma_bytes=normal_rdma, version=version, engine_cap=MAX_DISPATCH_TOKENS,
             engine_cap_text=f"SGLang asserts {knob} <= 1024 (FINISHED_SUM_TAG)")
         if _deepep.qp_depth_applies(version):

@@ -15,6 +15,11 @@ versions; the commit each citation was read at is given):
   ``DeepEPV2All2AllManager._make_all2all_kwargs``: ``deep_ep.ElasticBuffer(num_max_tokens_per_rank
   = cdiv(moe.max_num_tokens, sp_size), hidden, num_topk, use_fp8_dispatch, allow_hybrid_mode =
   VLLM_DEEPEP_V2_ALLOW_HYBRID_MODE, allow_multiple_reduction = VLLM_DEEPEP_V2_ALLOW_MULTIPLE_REDUCTION)``.
+* One ``deep_ep.Buffer`` per GPU (A2A): ``DeepEPAll2AllManagerBase.__init__`` keeps ``self.handle_cache =
+  Cache()`` and both managers' ``get_handle`` return ``self.handle_cache.get_or_create(buffer_kwargs,
+  deep_ep.Buffer)`` — HT's kwargs do not depend on the layer, LL's are (T, hidden, R, E, E / R), the same
+  for every MoE layer of a model. Its constructor also allocates the NVL metadata (``num_nvl_bytes > 0``,
+  LL included) and the 32 MiB workspace (:func:`epbuf.engines._deepep.constructor_allocations`).
 * ``vllm/model_executor/layers/fused_moe/all2all_utils.py @02bd2a49`` ``maybe_make_prepare_finalize``:
   the LL call passes ``moe.max_num_tokens``, ``moe.hidden_dim``, the EP world size and
   ``moe.num_experts`` = routed + EPLB redundant experts (``FusedMoE.__init__``:

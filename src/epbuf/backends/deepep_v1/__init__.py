@@ -58,8 +58,8 @@ _EXPORTS = {
                     "max_low_latency_tokens"),
     "normal": ("report_normal", "summarize_normal"),
     "ll_report": ("report_low_latency", "summarize_low_latency"),
-    "memory": ("NUM_MAX_FIFO_SLOTS", "nvl_metadata_regions", "nvl_metadata_num_bytes", "nvl_buffer_with",
-               "nvl_allocation", "workspace_buffer", "workspace_allocation"),
+    "memory": ("NUM_MAX_FIFO_SLOTS", "nvl_metadata_regions", "nvl_metadata_num_bytes", "nvl_metadata",
+               "nvl_buffer_with", "nvl_allocation", "workspace_buffer", "workspace_allocation"),
 }
 __all__ = [name for names in _EXPORTS.values() for name in names]
 # Each public name is loaded from its module on first use (PEP 562).

@@ -26,8 +26,8 @@ from ...units import format_int
 from .constants import INT_BYTES, NUM_MAX_NVL_PEERS, NUM_WORKSPACE_BYTES
 from .versions import Version
 
-__all__ = ["NUM_MAX_FIFO_SLOTS", "nvl_metadata_regions", "nvl_metadata_num_bytes", "nvl_buffer_with",
-           "nvl_allocation", "workspace_buffer", "workspace_allocation"]
+__all__ = ["NUM_MAX_FIFO_SLOTS", "nvl_metadata_regions", "nvl_metadata_num_bytes", "nvl_metadata",
+           "nvl_buffer_with", "nvl_allocation", "workspace_buffer", "workspace_allocation"]
 
 POINTER_BYTES = 8  # sizeof(void*), sizeof(int*)
 NUM_MAX_FIFO_SLOTS = 32768  # NUM_MAX_FIFO_SLOTS (csrc/kernels/configs.cuh:5 @ ebfe47e), removed by 8da2d7b
@@ -77,12 +77,18 @@ def nvl_buffer_with(hint: Buffer, metadata: list[Region], source: str) -> Buffer
     return Buffer.combine(hint.name, regions + metadata, "sum", 1, source=f"{hint.source}; {source}")
 
 
+def nvl_metadata(v: Version) -> list[Region]:
+    """The metadata tables DeepEP V1 ``v`` appends to a non-zero NVL allocation
+    (``BUF:101-103, 133-135``): :func:`nvl_metadata_regions` with ``NUM_MAX_NVL_PEERS`` and the
+    version's first table (barrier signals, or the task FIFO before ``8da2d7b``)."""
+    src = v.cite("BUF", "101-103, 132-135", "barrier signals" if v.nvl_barrier_signals else "task FIFO")
+    return nvl_metadata_regions(NUM_MAX_NVL_PEERS, src, _fifo_slots(v))
+
+
 def nvl_allocation(v: Version, hint: Buffer) -> Buffer:
     """The NVL allocation of DeepEP V1 ``v``: ``num_nvl_bytes`` (the hint, unchanged) + the
     metadata tables (``BUF:101-103, 133-135``), :func:`nvl_buffer_with`."""
-    src = v.cite("BUF", "101-103, 132-135", "barrier signals" if v.nvl_barrier_signals else "task FIFO")
-    return nvl_buffer_with(hint, nvl_metadata_regions(NUM_MAX_NVL_PEERS, src, _fifo_slots(v)),
-                           v.cite("BUF", "132-135", "Buffer constructor"))
+    return nvl_buffer_with(hint, nvl_metadata(v), v.cite("BUF", "132-135", "Buffer constructor"))
 
 
 def workspace_buffer(source: str) -> Buffer:
