@@ -20,6 +20,10 @@ from epbuf.codec import region_slots, unpack  # noqa: E402
 from epbuf.errors import EpbufError, InvalidArgumentError  # noqa: E402
 from epbuf.runtime import PeerError, Simulator  # noqa: E402
 
+# The reference cases include shapes upstream refuses (hidden % 128 != 0 for Ascend's combine):
+# the runtime runs them with a warning, checked on its own below.
+pytestmark = pytest.mark.filterwarnings("ignore::epbuf.errors.UpstreamRefusalWarning")
+
 T = 24
 CASES = [
     Case("bf16 h7168 top8, 0 tokens on rank 1", 7168, 8, 16, [17, 0], T, fp8=False, seed=1),
@@ -239,6 +243,23 @@ def test_combine_input_errors():
 def test_layouts_the_runtime_cannot_use_are_refused(the_plan, backend, message):
     with pytest.raises(EpbufError, match=message):
         Simulator(the_plan, backend)
+
+
+@pytest.mark.filterwarnings("error::epbuf.errors.UpstreamRefusalWarning")
+def test_a_plan_upstream_refuses_runs_with_a_warning_naming_the_findings():
+    """FP8 with hidden 7000: the report has sizes and error findings (the kernel writes the fields
+    8 bytes before the reader's getters; combine asserts hidden % 128 == 0). The runtime runs it,
+    saying so once; a plan upstream accepts runs without a warning."""
+    from epbuf.errors import UpstreamRefusalWarning
+
+    with pytest.warns(UpstreamRefusalWarning) as caught:
+        Simulator(plan(hidden=7000, use_fp8_dispatch=True))
+    assert len(caught) == 1
+    assert str(caught[0].message) == (
+        "ascend: upstream would refuse this plan (ascend.reader-writer-mismatch, ascend.kernel-limit; see "
+        "epbuf.report(plan, 'ascend').findings); the runtime runs it with the layout epbuf reports")
+    assert caught[0].filename == __file__  # points at the caller, not at epbuf
+    Simulator(plan(hidden=7168, use_fp8_dispatch=True))  # the error filter fails the test on a warning
 
 
 def test_buffer_checks_on_a_one_rank_group(tmp_path):

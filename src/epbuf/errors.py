@@ -18,6 +18,9 @@ print ``str(error)`` as it is and exit with status 2.
 ``MissingExtraError``
     An optional dependency (numpy, torch, matplotlib) is not installed; the message
     names the extra to install (``pip install 'epbuf[codec]'``).
+
+One warning, not an error: ``UpstreamRefusalWarning`` (a ``UserWarning``), when a feature that
+runs a plan anyway (the runtime) is given one whose report has ``error`` findings.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ __all__ = [
     "UnknownNameError",
     "ConfigFileError",
     "MissingExtraError",
+    "UpstreamRefusalWarning",
     "Problem",
     "ArgumentProblem",
     "Checker",
@@ -117,6 +121,11 @@ class ConfigFileError(EpbufError):
 
 class MissingExtraError(EpbufError):
     """An optional dependency is not installed; the message names the extra to install."""
+
+
+class UpstreamRefusalWarning(UserWarning):
+    """A feature that runs a plan anyway (the runtime) was given one that upstream would refuse:
+    its report has ``error`` findings, which the message names by code."""
 
 
 class Checker:

@@ -57,6 +57,18 @@ class RuntimeLayout(Record):
         if dispatch.rows != plan.num_ranks or dispatch.slots != plan.num_max_tokens_per_rank:
             raise EpbufError(f"{backend}: the dispatch region is {dispatch.rows} x {dispatch.slots} slots, "
                              f"not ranks x tokens = {plan.num_ranks} x {plan.num_max_tokens_per_rank}")
+        refusals = [f.code for f in rep.findings if f.severity == "error"]
+        if refusals:
+            # Sizes exist, so the runtime runs it (the one rule); but upstream would not, and the
+            # bytes may sit where the report's reader expects them rather than where the kernel
+            # writes them: say so once per layout, never silently.
+            import warnings
+
+            from ..errors import UpstreamRefusalWarning
+
+            warnings.warn(f"{backend}: upstream would refuse this plan ({', '.join(refusals)}; see "
+                          f"epbuf.report(plan, {backend!r}).findings); the runtime runs it with the layout "
+                          "epbuf reports", UpstreamRefusalWarning, stacklevel=3)
         return cls(report=rep, dispatch=dispatch, combine=combine, num_bytes=dispatch.buffer.num_bytes)
 
     @cached_property  # asked for several times per call; the layout never changes
