@@ -283,6 +283,9 @@ def test_random_command_lines_end_with_a_status_not_a_traceback(tmp_path, monkey
     # 20+ digits: the line said "allowed an integer >= 1" of a value that is one.
     (["engine", "vllm", "--data-parallel-size", "1" + "0" * 400], "; at most 9223372036854775807 (64-bit)"),
     (["engine", "vllm", "--max-num-batched-tokens", "9" * 20], "; at most 9223372036854775807 (64-bit)"),
+    # An empty text flag was read as "not fp8" / "no group buffers".
+    (["engine", "vllm", "--quantization", ""], "--quantization = '': allowed a non-empty value"),
+    (["engine", "mindspeed", "--hccl-group-buffer", " "], "--hccl-group-buffer = ' ': allowed a non-empty value"),
 ])
 def test_audit_inputs_are_one_line_and_status_2(capsys, tmp_path, monkeypatch, argv, needle):
     monkeypatch.chdir(tmp_path)

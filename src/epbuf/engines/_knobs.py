@@ -190,6 +190,10 @@ def parse_knob(knob: Knob, raw: object) -> object:
         if isinstance(raw, dict):
             return raw
         return load_json(knob.label, str(raw))
+    if knob.name.startswith("-") and not str(raw).strip():
+        # An empty flag value is a script's unset variable, not a setting: the engines' own parsers
+        # refuse it or read it as something else. (An empty environment variable stays text.)
+        _fail(knob.label, raw, "allowed a non-empty value")
     return str(raw)
 
 
