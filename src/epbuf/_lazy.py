@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["exports", "module"]
+__all__ = ["exports", "module", "optional"]
 
 
 def module(name: str):
@@ -31,6 +31,24 @@ def module(name: str):
         __import__(name)
         found = sys.modules[name]
     return found
+
+
+def optional(name: str, message: str):
+    """The optional dependency ``name`` (numpy, torch, matplotlib), imported on first use, or
+    :class:`~epbuf.errors.MissingExtraError` with ``message`` (which names the extra). An import
+    that Ctrl-C interrupted stays a ``KeyboardInterrupt``: a C extension interrupted while it
+    loads can surface as an ``ImportError``, which is not a missing library."""
+    try:
+        return module(name)
+    except ImportError as error:
+        cause = error
+        while cause is not None:
+            if isinstance(cause, KeyboardInterrupt):
+                raise KeyboardInterrupt from None
+            cause = cause.__cause__ or cause.__context__
+        from .errors import MissingExtraError
+
+        raise MissingExtraError(message) from None
 
 
 def exports(package: str, where: dict[str, str]):

@@ -24,10 +24,9 @@ _LABELS = {
 
 
 def _pyplot():
-    try:
-        import matplotlib
-    except ImportError:
-        raise MissingExtraError("--plot needs matplotlib: pip install 'epbuf[plot]'") from None
+    from ._lazy import optional
+
+    matplotlib = optional("matplotlib", "--plot needs matplotlib: pip install 'epbuf[plot]'")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

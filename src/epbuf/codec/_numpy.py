@@ -4,15 +4,11 @@ both start here)."""
 
 from __future__ import annotations
 
-from ..errors import MissingExtraError
+from .._lazy import optional
 
 __all__ = ["numpy_module"]
 
 
 def numpy_module():
     """The numpy module, or :class:`~epbuf.errors.MissingExtraError` naming the extra."""
-    try:
-        import numpy
-    except ImportError:
-        raise MissingExtraError("this feature needs numpy: pip install 'epbuf[codec]'") from None
-    return numpy
+    return optional("numpy", "this feature needs numpy: pip install 'epbuf[codec]'")

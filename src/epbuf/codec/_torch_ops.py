@@ -6,7 +6,7 @@ torch is imported when the first :class:`TorchOps` is built, not with this modul
 
 from __future__ import annotations
 
-from ..errors import MissingExtraError
+from .._lazy import optional
 from ._dtypes import field_dtype
 
 __all__ = ["TorchOps"]
@@ -18,10 +18,7 @@ class TorchOps:
     kind = "torch"
 
     def __init__(self) -> None:
-        try:
-            import torch
-        except ImportError:
-            raise MissingExtraError("this feature needs PyTorch: pip install 'epbuf[torch]'") from None
+        torch = optional("torch", "this feature needs PyTorch: pip install 'epbuf[torch]'")
         self.torch = torch
         self.uint8 = torch.uint8
         self.int64 = torch.int64

@@ -44,13 +44,9 @@ class RoutingFileError(EpbufError):
 
 def numpy():
     """The numpy module, or a one-line error naming the extra that installs it."""
-    try:
-        import numpy as np
-    except ImportError:
-        from ..errors import MissingExtraError
+    from .._lazy import optional
 
-        raise MissingExtraError("epbuf simulate needs numpy: pip install 'epbuf[sim]'") from None
-    return np
+    return optional("numpy", "epbuf simulate needs numpy: pip install 'epbuf[sim]'")
 
 
 class Routing:

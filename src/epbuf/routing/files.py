@@ -79,13 +79,10 @@ def load(path: str | os.PathLike, *, num_ranks: int, num_experts: int, num_max_t
                 reason = "the file is shorter than the array its header describes"
             raise RoutingFileError(f"--routing-file: {name}: not a .npy array ({reason})") from None
     elif suffix in (".pt", ".pth"):
-        try:
-            import torch
-        except ImportError:
-            from ..errors import MissingExtraError
+        from .._lazy import optional
 
-            raise MissingExtraError("--routing-file .pt needs torch: pip install 'epbuf[torch]' "
-                                    "(or save the routing with numpy.save as .npy)") from None
+        torch = optional("torch", "--routing-file .pt needs torch: pip install 'epbuf[torch]' "
+                                  "(or save the routing with numpy.save as .npy)")
         try:
             data = torch.load(name, map_location="cpu", weights_only=True)
         except Exception as error:  # torch raises many types for a bad file
