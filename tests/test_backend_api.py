@@ -11,6 +11,7 @@ import math
 
 import pytest
 
+import epbuf
 from epbuf import EpbufError, Plan
 from epbuf.backends import ascend
 from epbuf.backends import deepep_v2 as v2
@@ -212,3 +213,25 @@ def test_backends_have_no_import_cycle():
     assert {"epbuf.backends.ascend.report", "epbuf.backends.deepep_v2.report"} <= set(graph)
     for module in graph:
         visit(module, [])
+
+
+def test_a_name_a_report_lacks_is_one_line_listing_the_names():
+    """Report.buffer/record/quantity and RecordLayout.field raised a bare KeyError; now a
+    NotInReportError (an UnknownNameError, still a KeyError) that lists what there is."""
+    from epbuf.errors import NotInReportError, UnknownNameError
+
+    rep = epbuf.report(epbuf.Plan(hidden=7168, num_topk=8, num_experts=256, num_ranks=8,
+                                  num_max_tokens_per_rank=4096), "ascend")
+    for lookup, message in [
+            (lambda: rep.buffer("EP"), "buffer 'EP' is not in the ascend report; it has: 'EP buffer', 'workspace'"),
+            (lambda: rep.record("x"), "record 'x' is not in the ascend report; it has: 'dispatch', 'dispatch (hint)', "
+                                      "'combine'"),
+            (lambda: rep.record("dispatch").field("sf "), "field 'sf ' is not in record 'dispatch'; it has: 'hidden', "
+                                                          "'sf', 'topk_idx', 'topk_weights', 'src_token_global_idx', "
+                                                          "'padding'")]:
+        with pytest.raises(NotInReportError) as caught:
+            lookup()
+        assert str(caught.value) == message
+        assert isinstance(caught.value, UnknownNameError) and isinstance(caught.value, KeyError)
+    with pytest.raises(KeyError, match="quantity 'nope' is not in the ascend report; it has: 'num_topk', "):
+        rep.quantity("nope")

@@ -12,6 +12,9 @@ print ``str(error)`` as it is and exit with status 2.
     ``problems``: a tuple of :class:`Problem`.
 ``UnknownNameError``
     A model, device, backend or engine name that epbuf does not know.
+``NotInReportError``
+    A name ``Report.buffer`` / ``record`` / ``quantity`` or ``RecordLayout.field`` does not have
+    (an ``UnknownNameError`` and a ``KeyError``).
 ``ConfigFileError``
     A ``config.json`` (or other input file) that is missing, unreadable, not JSON or
     lacks a key.
@@ -29,6 +32,7 @@ __all__ = [
     "EpbufError",
     "InvalidArgumentError",
     "UnknownNameError",
+    "NotInReportError",
     "ConfigFileError",
     "MissingExtraError",
     "UpstreamRefusalWarning",
@@ -113,6 +117,13 @@ class InvalidArgumentError(EpbufError):
 
 class UnknownNameError(EpbufError):
     """A model / device / backend / engine name epbuf does not know."""
+
+
+class NotInReportError(UnknownNameError, KeyError):
+    """A buffer, record, field or quantity name that a report (or record) does not have. Also a
+    ``KeyError``, which these look-ups raised before; the message lists the names there are."""
+
+    __str__ = BaseException.__str__  # KeyError's own would quote the whole line
 
 
 class ConfigFileError(EpbufError):

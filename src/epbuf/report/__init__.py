@@ -41,6 +41,14 @@ __all__ = ["Field", "RecordLayout", "Region", "RecordArray", "Buffer", "Finding"
            "Summary"]
 
 
+def _not_found(where: str, kind: str, name: object, items) -> Exception:
+    """The error of a look-up by name that found nothing: one line listing the names there are."""
+    from ..errors import NotInReportError
+
+    names = ", ".join(repr(item.name) for item in items) or "none"
+    return NotInReportError(f"{kind} {name!r} is not in {where}; it has: {names}")
+
+
 class Field(Record):
     """A byte range ``[offset, offset + num_bytes)`` of a token record.
 
@@ -101,7 +109,7 @@ class RecordLayout(Record):
         for f in self.fields:
             if f.name == name:
                 return f
-        raise KeyError(name)
+        raise _not_found(f"record {self.name!r}", "field", name, self.fields)
 
     def data_fields(self) -> tuple[Field, ...]:
         return tuple(f for f in self.fields if not f.is_padding)
@@ -329,19 +337,19 @@ class Report(Record):
         for b in self.buffers:
             if b.name == name:
                 return b
-        raise KeyError(name)
+        raise _not_found(f"the {self.backend} report", "buffer", name, self.buffers)
 
     def record(self, name: str) -> RecordLayout:
         for r in self.records:
             if r.name == name:
                 return r
-        raise KeyError(name)
+        raise _not_found(f"the {self.backend} report", "record", name, self.records)
 
     def quantity(self, name: str) -> int:
         for q in self.quantities:
             if q.name == name:
                 return q.value
-        raise KeyError(name)
+        raise _not_found(f"the {self.backend} report", "quantity", name, self.quantities)
 
     def failed_limits(self) -> tuple[LimitCheck, ...]:
         return tuple(lim for lim in self.limits if not lim.ok)
