@@ -916,3 +916,48 @@ def test_hccl_communicators_are_bounded(capsys):
     assert main(["engine", "sgl-kernel-npu", "--hccl-communicators", "2147483647"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "allowed an integer in 1..1024" in err
+
+
+# --- vLLM reads the checkpoint's quantization without --quantization --------------------------
+def _v2_fp8(**kw) -> tuple[bool, int]:
+    rep = report("vllm", num_ranks=16, flags={"--all2all-backend": "deepep_v2", **kw.pop("flags", {})}, **kw)
+    setting = {s.name: s for s in rep.settings}.get("--fp8-dispatch")
+    return (setting is not None and setting.value is True), rep.num_bytes
+
+
+def test_vllm_dispatches_fp8_for_a_block_fp8_checkpoint_without_the_flag():
+    """ModelConfig._verify_quantization adopts the checkpoint's quant_method when --quantization is
+    unset, so DeepSeek-V3 (block-FP8 128 x 128) dispatches FP8 with or without --quantization fp8,
+    and the ElasticBuffer is the FP8 one; a BF16 checkpoint stays BF16; an explicit --fp8-dispatch
+    (either way) wins."""
+    fp8, num_bytes = _v2_fp8(model="deepseek-v3")
+    assert fp8 and num_bytes == _v2_fp8(model="deepseek-v3", flags={"--quantization": "fp8"})[1]
+    assert num_bytes == _v2_fp8(model="qwen3-235b-a22b", hidden=7168, num_topk=8, num_experts=256,
+                                flags={"--fp8-dispatch": True})[1]
+    assert _v2_fp8(model="deepseek-v3", flags={"--fp8-dispatch": False})[0] is False
+    assert _v2_fp8(model="qwen3-235b-a22b")[0] is False
+    # MORI's buffers carry the FP8 scales: the derived setting reaches the sizes.
+    mori = {"--all2all-backend": "mori_high_throughput"}
+    fp8_mori = report("vllm", model="deepseek-v3", num_ranks=8, flags=mori).num_bytes
+    bf16_mori = report("vllm", model="deepseek-v3", num_ranks=8, flags={**mori, "--fp8-dispatch": False}).num_bytes
+    assert fp8_mori != bf16_mori
+    assert fp8_mori == report("vllm", model="deepseek-v3", num_ranks=8,
+                              flags={**mori, "--fp8-dispatch": True}).num_bytes
+
+
+def test_a_config_json_says_whether_the_weights_are_block_fp8(tmp_path):
+    from epbuf.models import read_model_config
+
+    base = {"hidden_size": 7168, "n_routed_experts": 256, "num_experts_per_tok": 8}
+    cases = [({"quant_method": "fp8", "weight_block_size": [128, 128]}, True),
+             ({"quant_method": "FP8", "weight_block_size": [128, 128]}, True),
+             ({"quant_method": "fp8", "weight_block_size": [64, 64]}, False),
+             ({"quant_method": "awq"}, False), (None, False), ("fp8", False)]
+    for i, (quant, expected) in enumerate(cases):
+        config = dict(base) if quant is None else {**base, "quantization_config": quant}
+        path = tmp_path / f"c{i}" / "config.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(config))
+        spec = read_model_config(str(path))
+        assert spec.block_fp8 is expected, quant
+        assert ("weights fp8, block 128x128 (quantization_config)" in spec.notes) is expected

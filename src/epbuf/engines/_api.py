@@ -116,7 +116,7 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
                                         f"engine {engine} does not use DeepEP (Ascend HCCL windows)"))
     c.raise_if_any()
 
-    spec_model, base, model_notes = _shape(model, hidden, num_topk, num_experts, num_shared_experts)
+    spec_model, base, model_notes, block_fp8 = _shape(model, hidden, num_topk, num_experts, num_shared_experts)
     device_name, device_bytes = _device(device)
     settings = resolve_settings(spec.knobs, flags, env, engine)
     if ranks_flag is not None and (not isinstance(ranks_flag, str) or not ranks_flag):
@@ -129,6 +129,7 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
         base_settings=tuple(v for k, v in base.items() if k != "num_shared_experts" or v.value or v.source == "flag"),
         load=max_tokens_under_load, budget=budget, device_name=device_name, device_num_bytes=device_bytes,
         ranks_flag=ranks_flag or "num_ranks", model_notes=model_notes,
+        model_block_fp8=block_fp8,
     )
     rep = spec.recipe(ctx)
     extra = _launch_findings(engine, spec, settings, tuple(ignored), launch)
@@ -157,7 +158,7 @@ def _launch_findings(engine: str, spec, settings: dict, ignored: tuple, launch: 
     return out
 
 
-def _shape(model: object, hidden, num_topk, num_experts, num_shared) -> tuple[str, dict, str]:
+def _shape(model: object, hidden, num_topk, num_experts, num_shared) -> tuple[str, dict, str, bool]:
     from ..models import ModelSpec
     from ..models.lookup import get_model
     from ._knobs import Setting
@@ -180,7 +181,8 @@ def _shape(model: object, hidden, num_topk, num_experts, num_shared) -> tuple[st
                                note=note or label)
         else:
             out[key] = Setting(name=key, value=0, source="default", note="")
-    return label if not note else "", out, (spec.notes if spec is not None and not note else "")
+    known = spec is not None and not note  # the user's model, not epbuf's default
+    return label if not note else "", out, (spec.notes if known else ""), known and spec.block_fp8
 
 
 def _device(device: object) -> tuple[str, int | None]:

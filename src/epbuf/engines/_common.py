@@ -43,6 +43,8 @@ class EngineContext(Record):
     ranks_flag: str = "num_ranks"
     #: The model's notes (weight quantization, e.g. ``block 128x128``), ``""`` without a model.
     model_notes: str = ""
+    #: The model's weights are block-FP8 128 x 128 (:attr:`epbuf.models.ModelSpec.block_fp8`).
+    model_block_fp8: bool = False
 
     def value(self, name: str) -> object:
         return self.settings[name].value

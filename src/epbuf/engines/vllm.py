@@ -45,11 +45,12 @@ versions; the commit each citation was read at is given):
   else 1``; ``vllm/config/parallel.py @00193b82`` ``use_sequence_parallel_moe`` lists allgather_reducescatter,
   deepep_high_throughput, deepep_low_latency, mori_* and nixl_ep — not deepep_v2 — so at that version
   ``sp_size`` is 1 for V2 and T is unchanged (:data:`SP_MOE_BACKENDS`).
-* ``--quantization fp8``: DeepEP dispatches FP8 when the MoE quant config is FP8 with 128 x 128 blocks
+* FP8 dispatch: DeepEP dispatches FP8 when the MoE quant config is FP8 with 128 x 128 blocks
   (``DEEPEP_QUANT_BLOCK_SHAPE``, LL; ``is_block_quantized``, V2; ``all2all_utils.py @02bd2a49``) — what
   ``Fp8Config`` gives a checkpoint with ``weight_block_size [128, 128]`` (DeepSeek-V3/R1); a BF16
   checkpoint quantized at load is per-tensor and dispatches BF16 (pass ``--fp8-dispatch`` explicitly to
-  override epbuf's reading of the model).
+  override epbuf's reading of the model). vLLM takes the checkpoint's quantization method when
+  ``--quantization`` is unset (:data:`QUANT_FROM_CHECKPOINT`), so DeepSeek-V3 dispatches FP8 without the flag.
 * Issue #57894: with EPLB the LL buffer of hidden 5120, 16 ranks, 384 + 64 experts passes
   DeepEP's 32 GiB ceiling below 2048 tokens; :func:`recipe` computes the exact ceiling from
   DeepEP's own assertion (``deepep_v1.max_low_latency_tokens``), not from the issue.
@@ -168,24 +169,34 @@ def _ep_size(ctx: EngineContext) -> tuple[int, Setting]:
                       note="epbuf's default (pass --ep-size, or -tp/-dp as vLLM: EP = TP x PCP x DP)")
 
 
+#: Where vLLM takes the quantization method from the checkpoint when ``--quantization`` is unset
+#: (``if self.quantization is None: self.quantization = quant_method``; read from the public code
+#: index, 2026-12-01).
+QUANT_FROM_CHECKPOINT = "vllm/config/model.py ModelConfig._verify_quantization"
+
+
 def _fp8_dispatch(ctx: EngineContext) -> tuple[EngineContext, Finding | None]:
-    """``--quantization fp8`` as vLLM's ``use_fp8_dispatch`` (A2A_UTILS): FP8 when the checkpoint is
-    block-quantized 128 x 128, else BF16. ``--fp8-dispatch`` overrides. epbuf reads the checkpoint's
-    quantization from the model's notes: every preset noted ``weights fp8`` (DeepSeek-V3, -R1, -V3.2,
-    Kimi-K2, MiniMax-M2) carries ``quantization_config.weight_block_size [128, 128]`` in the config.json
-    copies the presets come from (``ai-dynamo/aiconfigurator aic-core/src/aiconfigurator_core/model_configs
-    @095f58a``)."""
+    """vLLM's ``use_fp8_dispatch`` (A2A_UTILS): FP8 when the MoE quant config is FP8 in 128 x 128
+    blocks, else BF16. ``--fp8-dispatch`` given (true or false) overrides. Without ``--quantization`` vLLM takes the
+    checkpoint's ``quantization_config.quant_method`` (:data:`QUANT_FROM_CHECKPOINT`), so a block-FP8
+    checkpoint (:attr:`epbuf.models.ModelSpec.block_fp8`: DeepSeek-V3, -R1, -V3.2, Kimi-K2, MiniMax-M2,
+    or a ``config.json`` that says so) dispatches FP8 with no flag; ``--quantization fp8`` on any
+    other model is ``Fp8Config`` per tensor, which dispatches BF16."""
     quant = ctx.value("--quantization")
-    if quant is None or ctx.value("--fp8-dispatch"):
+    if ctx.setting("--fp8-dispatch").source != "default":  # the user said, either way
         return ctx, None
-    block = "weights fp8" in ctx.model_notes
-    if str(quant).strip().lower() == "fp8" and block:
-        s = {**ctx.settings, "--fp8-dispatch": Setting(name="--fp8-dispatch", value=True, source="derived",
-                                                       note=f"--quantization fp8 on {ctx.model}'s 128 x 128 "
-                                                            f"block-FP8 weights ({A2A_UTILS})")}
+    block = ctx.model_block_fp8
+    fp8 = str(quant).strip().lower() == "fp8"
+    if block and (quant is None or fp8):
+        why = (f"--quantization fp8 on {ctx.model}'s 128 x 128 block-FP8 weights ({A2A_UTILS})" if fp8 else
+               f"{ctx.model}'s checkpoint is block-FP8 128 x 128 (quantization_config), which vLLM reads without "
+               f"--quantization ({QUANT_FROM_CHECKPOINT}); {A2A_UTILS}")
+        s = {**ctx.settings, "--fp8-dispatch": Setting(name="--fp8-dispatch", value=True, source="derived", note=why)}
         return ctx.replace(settings=s), None
+    if quant is None:
+        return ctx, None
     why = ("the model's weights are not known to be block-quantized 128 x 128, so Fp8Config quantizes per tensor"
-           if str(quant).strip().lower() == "fp8" else f"--quantization {quant} is not FP8 with 128 x 128 blocks")
+           if fp8 else f"--quantization {quant} is not FP8 with 128 x 128 blocks")
     return ctx, Finding(severity="info", code="vllm.bf16-dispatch",
                         message=f"DeepEP dispatches BF16: {why} (use_fp8_dispatch, {A2A_UTILS}); pass --fp8-dispatch "
                                 "if your checkpoint carries weight_block_size [128, 128]", data={"quantization": quant})

@@ -82,6 +82,9 @@ class ModelSpec(Record):
         aliases: other accepted names (matched like ``name``).
         hf_id: Hugging Face repo id of the model (``"deepseek-ai/DeepSeek-V3"``).
         verified: ``True`` when every number was read from a copy of the published config.
+        block_fp8: the checkpoint's weights are FP8 in 128 x 128 blocks (``quantization_config``
+            ``quant_method: fp8``, ``weight_block_size: [128, 128]``), which engines read without a
+            quantization flag (vLLM then dispatches FP8 through DeepEP).
     """
 
     name: str
@@ -97,6 +100,7 @@ class ModelSpec(Record):
     aliases: tuple = ()
     hf_id: str = ""
     verified: bool = True
+    block_fp8: bool = False
 
     def plan_fields(self) -> dict:
         """The :class:`~epbuf.plan.Plan` fields this model fixes.

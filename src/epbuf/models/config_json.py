@@ -257,6 +257,14 @@ def _parse_config(text: str, source: str, fail, fill: dict | None, *, title: str
     dtype_found = find(DTYPE_KEYS)
     dtype = dtype_found[1] if dtype_found is not None and isinstance(dtype_found[1], str) else ""
 
+    quant = find(("quantization_config",))
+    block_fp8 = False
+    if quant is not None and isinstance(quant[1], dict):
+        method, block = quant[1].get("quant_method"), quant[1].get("weight_block_size")
+        block_fp8 = isinstance(method, str) and method.lower() == "fp8" and block == [128, 128]
+        if block_fp8:
+            notes.append(f"weights fp8, block 128x128 ({quant[0]})")
+
     model_type = config.get("model_type")
     name_or_path = config.get("_name_or_path")
     if not title:
@@ -275,4 +283,5 @@ def _parse_config(text: str, source: str, fail, fill: dict | None, *, title: str
         dtype=dtype,
         source=source,
         notes="; ".join(["read " + ", ".join(used)] + notes),
+        block_fp8=block_fp8,
     )

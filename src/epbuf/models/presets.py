@@ -26,15 +26,15 @@ def _m(**fields) -> ModelSpec:
 
 _PRESETS = (
     # --- DeepSeek -------------------------------------------------------------------
-    _m(name="deepseek-v3", title="DeepSeek-V3", hf_id="deepseek-ai/DeepSeek-V3",
+    _m(name="deepseek-v3", block_fp8=True, title="DeepSeek-V3", hf_id="deepseek-ai/DeepSeek-V3",
        hidden=7168, num_experts=256, num_topk=8, num_shared_experts=1, num_layers=61, dtype="bfloat16",
        source=_AIC + "deepseek-ai--DeepSeek-V3_config.json; cross-check " + _DS + "config_671B.json",
        notes="weights fp8 (quantization_config e4m3, block 128x128); first 3 layers dense"),
-    _m(name="deepseek-r1", title="DeepSeek-R1", hf_id="deepseek-ai/DeepSeek-R1",
+    _m(name="deepseek-r1", block_fp8=True, title="DeepSeek-R1", hf_id="deepseek-ai/DeepSeek-R1",
        hidden=7168, num_experts=256, num_topk=8, num_shared_experts=1, num_layers=61, dtype="bfloat16",
        source=_AIC + "deepseek-ai--DeepSeek-R1_config.json",
        notes="same architecture as DeepSeek-V3; weights fp8 (quantization_config)"),
-    _m(name="deepseek-v3.2", title="DeepSeek-V3.2", hf_id="deepseek-ai/DeepSeek-V3.2",
+    _m(name="deepseek-v3.2", block_fp8=True, title="DeepSeek-V3.2", hf_id="deepseek-ai/DeepSeek-V3.2",
        hidden=7168, num_experts=256, num_topk=8, num_shared_experts=1, num_layers=61, dtype="bfloat16",
        source=_AIC + "deepseek-ai--DeepSeek-V3.2_config.json",
        notes="model_type deepseek_v32 (sparse-attention indexer); weights fp8, ue8m0 scales"),
@@ -49,7 +49,7 @@ _PRESETS = (
        source=_MLC + " key deepseek_v2_lite; cross-check " + _DS + "config_16B.json",
        notes="first layer dense (first_k_dense_replace 1)"),
     # --- Moonshot Kimi (DeepSeek-V3 architecture) -----------------------------------
-    _m(name="kimi-k2", title="Kimi-K2", hf_id="moonshotai/Kimi-K2-Instruct",
+    _m(name="kimi-k2", block_fp8=True, title="Kimi-K2", hf_id="moonshotai/Kimi-K2-Instruct",
        hidden=7168, num_experts=384, num_topk=8, num_shared_experts=1, num_layers=61, dtype="bfloat16",
        source=_AIC + "moonshotai--Kimi-K2-Instruct_config.json",
        notes="model_type kimi_k2, DeepseekV3ForCausalLM; weights fp8 (quantization_config); first layer dense",
@@ -147,7 +147,7 @@ _PRESETS = (
        notes="keys d_model, n_layers, ffn_config.moe_num_experts, ffn_config.moe_top_k",
        aliases=("dbrx-instruct", "dbrx-base")),
     # --- extras ---------------------------------------------------------------------
-    _m(name="minimax-m2", title="MiniMax-M2", hf_id="MiniMaxAI/MiniMax-M2",
+    _m(name="minimax-m2", block_fp8=True, title="MiniMax-M2", hf_id="MiniMaxAI/MiniMax-M2",
        hidden=3072, num_experts=256, num_topk=8, num_shared_experts=0, num_layers=62, dtype="",
        source=_AIC + "MiniMaxAI--MiniMax-M2.5_config.json; M2 test fixture with the same numbers",
        notes="M2 and M2.5 share the architecture; shared_intermediate_size 0; config has no "
