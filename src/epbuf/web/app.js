@@ -422,7 +422,10 @@ function renderChart(sweep, backend, hint, state, fitValue, budget) {
     const mark = svg('circle', { cx: hx, cy: hy, r: 5.5, class: 'here' });
     mark.append(svg('title', {}, `this plan: ${fmtInt(here.tokens)} tokens, ${fmtInt(here.bytes)} B`));
     root.append(mark);
-    root.append(svg('text', { x: hx + 8, y: hy + 16, class: 'label' }, 'this plan'));
+    // At the right edge the label would run into the capacity, budget and backend labels: put it left.
+    const nearRight = hx > W - R - 70;
+    root.append(svg('text', { x: nearRight ? hx - 8 : hx + 8, y: hy + 16, 'text-anchor': nearRight ? 'end' : 'start',
+      class: 'label' }, 'this plan'));
   }
   root.append(svg('text', { x: W - R + 6, y: Y(Number(points[points.length - 1].bytes)) + 4, class: 'label' }, backend));
   chart.append(root);
