@@ -48,6 +48,14 @@ class DeviceSpec(Record):
         notes: caveats (``""`` when none).
         aliases: other accepted names.
         verified: ``True`` when ``num_bytes`` was read from driver output.
+        compute_capability: NVIDIA compute capability (``"9.0"``); ``""`` for other vendors.
+        max_smem_per_block_optin: the most dynamic shared memory one thread block may opt in to
+            (``cudaFuncAttributeMaxDynamicSharedMemorySize``), in bytes, from the per-compute-
+            capability table of NVIDIA's CUDA C++ Programming Guide ("Technical Specifications
+            per Compute Capability", maximum shared memory per thread block): 227 KiB = 232,448 B
+            for 9.0 and 10.x, 163 KiB = 166,912 B for 8.0 (99 KiB = 101,376 B for 8.6/8.9, no
+            preset); ``None`` for non-NVIDIA devices. DeepEP V1's kernel launches assert against it
+            (:mod:`epbuf.backends.deepep_v1.smem`).
     """
 
     name: str
@@ -61,7 +69,12 @@ class DeviceSpec(Record):
     notes: str = ""
     aliases: tuple = ()
     verified: bool = True
+    compute_capability: str = ""
+    max_smem_per_block_optin: int | None = None
 
+
+_SMEM_SM90 = 227 * 1024  # 232,448 B: compute capability 9.0 and 10.x (CUDA C++ Programming Guide)
+_SMEM_SM80 = 163 * 1024  # 166,912 B: compute capability 8.0
 
 _SMI = ("nvidia-smi memory.total quoted in public logs and GitHub issues "
         "(docs/derivations/models_and_devices.md §3.1)")
@@ -75,6 +88,7 @@ _PRESETS = (
         "(totals listed in modal-labs/modal-client#2797); label: A100 datasheet",
         notes="CUDA reports a little less (42,405,855,232 B)",
         aliases=("a100-sxm4-40gb", "a100-pcie-40gb", "a100-40g"),
+        compute_capability="8.0", max_smem_per_block_optin=_SMEM_SM80,
     ),
     DeviceSpec(
         name="a100-80gb", title="NVIDIA A100 80GB (SXM4 / PCIe)", num_bytes=81920 * MiB, label="80 GB",
@@ -82,6 +96,7 @@ _PRESETS = (
         source=_SMI + ": 'A100-SXM4-80GB ... / 81920MiB' (A800-SXM4-80GB identical; modal-labs/modal-client#2797); "
         "label: A100 datasheet",
         aliases=("a100-sxm4-80gb", "a100-pcie-80gb", "a100-80g", "a800-80gb", "a800-sxm4-80gb"),
+        compute_capability="8.0", max_smem_per_block_optin=_SMEM_SM80,
     ),
     DeviceSpec(
         name="h100", title="NVIDIA H100 80GB (SXM5 / PCIe)", num_bytes=81559 * MiB, label="80 GB",
@@ -90,6 +105,7 @@ _PRESETS = (
         "H100 PCIe 80GB also 81559MiB)",
         notes="HGX/DGX H100: 8 GPUs on NVLink4 / NVSwitch; 80 GB label = 79.65 GiB usable",
         aliases=("h100-sxm", "h100-sxm5", "h100-pcie", "h100-80gb", "h100-sxm5-80gb", "h100-80gb-hbm3"),
+        compute_capability="9.0", max_smem_per_block_optin=_SMEM_SM90,
     ),
     DeviceSpec(
         name="h100-nvl", title="NVIDIA H100 NVL", num_bytes=95830 * MiB, label="94 GB",
@@ -99,12 +115,14 @@ _PRESETS = (
         notes="PCIe cards joined in NVLink-bridged pairs ('188GB' is the pair); 8 per server is typical, "
         "not a fixed platform",
         aliases=("h100-nvl-94gb",),
+        compute_capability="9.0", max_smem_per_block_optin=_SMEM_SM90,
     ),
     DeviceSpec(
         name="h20", title="NVIDIA H20 (HGX)", num_bytes=97871 * MiB, label="96 GB",
         vendor="NVIDIA", ranks_per_node=8, scaleup_ranks=8,
         source=_SMI + ": 'H20 ... / 97871MiB'; label from press copies of NVIDIA's spec sheet",
         aliases=("h20-96gb",),
+        compute_capability="9.0", max_smem_per_block_optin=_SMEM_SM90,
     ),
     DeviceSpec(
         name="h200", title="NVIDIA H200 (SXM)", num_bytes=143771 * MiB, label="141 GB",
@@ -115,6 +133,7 @@ _PRESETS = (
         notes="141 GB label = 140.40 GiB usable (aiconfigurator's h200_sxm.yaml uses 141 GiB, which is more "
         "than the card has)",
         aliases=("h200-141gb", "h200-sxm", "h200-sxm-141gb"),
+        compute_capability="9.0", max_smem_per_block_optin=_SMEM_SM90,
     ),
     DeviceSpec(
         name="b200", title="NVIDIA B200 (HGX / DGX)", num_bytes=183359 * MiB, label="180 GB",
@@ -124,6 +143,7 @@ _PRESETS = (
         "(accelerator_memory_capacity '180 GB', 8 per node)",
         notes="'180 GB' (179.06 GiB) and the launch figure '192 GB' (192.27 x 10^9 B) describe the same memory",
         aliases=("b200-180gb", "b200-192gb", "b200-sxm", "b200-sxm-180gb"),
+        compute_capability="10.0", max_smem_per_block_optin=_SMEM_SM90,
     ),
     DeviceSpec(
         name="b300", title="NVIDIA B300 (SXM6 AC, HGX / DGX)", num_bytes=275040 * MiB, label="288 GB",
@@ -132,6 +152,7 @@ _PRESETS = (
         "Boltz-2 NIM 1.7.0 release notes ('288GB HBM3e memory per GPU')",
         notes="'288 GB' here is 10^9 bytes (268.59 GiB)",
         aliases=("b300-288gb", "b300-sxm", "b300-sxm6", "b300-sxm6-ac"),
+        compute_capability="10.3", max_smem_per_block_optin=_SMEM_SM90,
     ),
     DeviceSpec(
         name="gb200", title="NVIDIA GB200 (per GPU, GB200 NVL72)", num_bytes=189471 * MiB, label="186 GB",
@@ -140,6 +161,7 @@ _PRESETS = (
         "num_gpus_per_rack 72); label: MLPerf v6.1 Crusoe GB200-NVL72_GB200-186GB (4 per node)",
         notes="4 GPUs per compute tray (2 Grace x 2 GPU); NVLink domain = 72 GPUs (NVL72, 18 trays)",
         aliases=("gb200-186gb", "gb200-nvl72"),
+        compute_capability="10.0", max_smem_per_block_optin=_SMEM_SM90,
     ),
     DeviceSpec(
         name="gb300", title="NVIDIA GB300 (per GPU, GB300 NVL72)", num_bytes=284208 * MiB, label="288 GB",
@@ -148,6 +170,7 @@ _PRESETS = (
         notes="4 GPUs per compute tray; NVLink domain = 72 GPUs (NVL72). The '288 GB' label is commonly "
         "quoted, not read from a datasheet line, and matches neither GiB (277.55) nor 10^9 B (298.01)",
         aliases=("gb300-288gb", "gb300-nvl72"),
+        compute_capability="10.3", max_smem_per_block_optin=_SMEM_SM90,
     ),
     DeviceSpec(
         name="mi300x", title="AMD Instinct MI300X", num_bytes=192 * GiB, label="192 GB",

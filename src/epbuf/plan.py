@@ -66,6 +66,9 @@ class Plan(Record):
             memory); ``None`` = ``"ib"``.
         per_expert_batching: UCCL-EP built with ``PER_EXPERT_BATCHING=1`` (per-expert batched
             low-latency sends: a larger send buffer and ``num_ranks`` squared counters).
+        device: a device preset (:func:`epbuf.devices.get_device` name or alias) whose per-block
+            shared memory bounds DeepEP V1's TMA kernel launches (``--device``); ``None`` = the
+            sm_90 build's 227 KiB. Sizes never depend on it.
         model: a label for reports (preset name), not used in arithmetic.
 
         The fields below serve the non-DeepEP libraries (MORI-EP, pplx-kernels); DeepEP
@@ -110,6 +113,7 @@ class Plan(Record):
     platform: str | None = None
     nic: str | None = None
     per_expert_batching: bool = False
+    device: str | None = None
     model: str = ""
     # --- non-DeepEP libraries (MORI-EP, pplx-kernels) ---
     kernel_type: str | None = None
@@ -142,6 +146,17 @@ class Plan(Record):
                     self.num_ranks_per_node,
                     f"must divide num_ranks = {self.num_ranks} (ranks = nodes x ranks per node)",
                 )
+        if self.device is not None:
+            from .errors import EpbufError
+
+            try:
+                from .devices import get_device
+
+                get_device(self.device) if isinstance(self.device, str) else None
+            except EpbufError as error:
+                c.add("device", self.device, str(error).split(": ", 1)[-1])
+            if not isinstance(self.device, str):
+                c.add("device", self.device, "a device preset name (epbuf devices lists them)")
         if not isinstance(self.model, str):
             c.add("model", self.model, "must be a string (a label for reports)")
         if self.platform is not None and self.platform not in PLATFORMS:

@@ -289,8 +289,23 @@ def plan_from_args(args: argparse.Namespace):
         scaleup_is_nvlink=args.scaleup_is_nvlink is not False,
         num_sms=args.num_sms,
         num_topk_idx_bits=args.topk_idx_bits,
+        device=_memory_preset(args),
         **library_fields(args),
     )
+
+
+def _memory_preset(args: argparse.Namespace) -> str | None:
+    """``--device`` as a memory preset name for ``Plan.device`` (DeepEP V1's shared-memory bound); ``None``
+    without one, or where ``--device`` names something else (``simulate``'s link presets such as h800)."""
+    if getattr(args, "device", None) is None:
+        return None
+    from ..devices import get_device
+    from ..errors import UnknownNameError
+
+    try:
+        return get_device(args.device).name
+    except UnknownNameError:
+        return None  # the commands reading --device as memory refuse it themselves (device_spec_from_args)
 
 
 def report_from_args(args: argparse.Namespace):

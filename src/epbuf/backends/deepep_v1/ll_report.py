@@ -25,6 +25,7 @@ from .ll_formulas import ROUNDING_BLOCK, hint_round_up, layout_problems, send_re
 from .low_latency import LowLatencyLayout, max_low_latency_tokens, rdma_buffer
 from .memory import workspace_allocation
 from .versions import Version, get_version, topk_idx_bytes
+from .smem import device_spec, low_latency_launches, smem_rows
 
 __all__ = ["report_low_latency", "summarize_low_latency"]
 
@@ -79,8 +80,9 @@ def _limit_texts(version: str) -> tuple[str, ...]:
 
 
 def _limit_rows(v: Version, texts: tuple[str, ...], topk: int, experts: int, ranks: int, hidden: int, fp8: bool,
-                tokens: int, hint: int) -> list[LimitRow]:
-    """Every low-latency limit, in report order (``texts``: :func:`_limit_texts` of ``v``)."""
+                tokens: int, hint: int, device=None) -> list[LimitRow]:
+    """Every low-latency limit, in report order (``texts``: :func:`_limit_texts` of ``v``; ``device``:
+    the :class:`~epbuf.devices.DeviceSpec` bounding the combine launch's shared memory, :mod:`.smem`)."""
     src_topk, src_experts, src_int4, hidden_name, src_hidden, src_fp8, src_tma, src_workspace, src_ranks = texts
     odd_ranks = ranks % NUM_MAX_NVL_PEERS if ranks > NUM_MAX_NVL_PEERS else 0
     rows: list[LimitRow] = [
@@ -100,6 +102,8 @@ def _limit_rows(v: Version, texts: tuple[str, ...], topk: int, experts: int, ran
         ("num_experts x 2 ints (workspace)", workspace, "<=", NUM_WORKSPACE_BYTES, workspace <= NUM_WORKSPACE_BYTES,
          src_workspace, "host"),
     ]
+    if hidden in v.ll_hidden_sizes:  # another hidden stops at SWITCH_HIDDEN's assert before the launch
+        rows += smem_rows(v, device, low_latency_launches(v, hidden))
     return rows
 
 
@@ -128,7 +132,7 @@ def report_low_latency(plan) -> Report:
     records = [_dispatch_record(hidden, message_fp8, v.low_latency, layout.num_bytes_per_dispatch_msg),
                _combine_record(hidden, v.low_latency, layout.num_bytes_per_combine_msg)]
     limits = limit_checks(_limit_rows(v, _limit_texts(v.id), plan.num_topk, experts, ranks, hidden, fp8, tokens,
-                                      hint))
+                                      hint, device_spec(plan.device)))
 
     needed = buffer.num_bytes_needed
     findings = [
@@ -265,7 +269,8 @@ def summarize_low_latency(plan) -> Summary:
             hint = hint_round_up(total)
             rows.append((ROUNDING_BLOCK, total, hint - total))
             broken = tuple([row[0] for row in _limit_rows(v, texts, plan.num_topk, experts, plan.num_ranks,
-                                                           plan.hidden, plan.use_fp8_dispatch, tokens, hint)
+                                                           plan.hidden, plan.use_fp8_dispatch, tokens, hint,
+                                                           device_spec(plan.device))
                             if not row[4]])
             # The RDMA buffer, then the workspace (summary_of's order: the first largest buffer
             # binds, and within it the first largest region, as Buffer.binding_region picks it).

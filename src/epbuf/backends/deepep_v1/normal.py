@@ -25,6 +25,7 @@ from .internode import internode_records
 from .limits import check_plan, limit_checks, limit_findings, unmerged_finding, upstream_line
 from .memory import nvl_allocation, workspace_allocation
 from .normal_limits import normal_limit_rows
+from .smem import device_spec
 from .tables import get_combine_config, get_dispatch_config, get_hidden_bytes
 from .versions import Version, get_version, topk_idx_bytes
 
@@ -89,7 +90,7 @@ class _Normal(Record):
 @lru_cache(maxsize=256)  # buffers with their formulas, records, limits: a few tens of kB each
 def _core(version: str | None, ranks: int, num_ranks_per_node: int | None, hidden: int, fp8: bool,
           num_sms: int | None, deepep_config: object, topk: int, routed: int, redundant: int,
-          bits: int | None) -> _Normal | InvalidArgumentError:
+          bits: int | None, device: str | None = None) -> _Normal | InvalidArgumentError:
     """The token-independent part of :func:`report_normal`, keyed on the plan fields it reads
     (:func:`_key`); a rejected plan gives its error (re-raised by the caller)."""
     try:
@@ -119,7 +120,8 @@ def _core(version: str | None, ranks: int, num_ranks_per_node: int | None, hidde
         records += internode_records(hidden, fp8, topk)
     ranks_per_node = num_ranks_per_node if num_ranks_per_node is not None else min(ranks, NUM_MAX_NVL_PEERS)
     limits = tuple(limit_checks(normal_limit_rows(v, ranks, ranks_per_node, topk, routed + redundant, hidden, fp8,
-                                                  configs, nvl_buffer.num_bytes, rdma_buffer.num_bytes, idx_bytes)))
+                                                  configs, nvl_buffer.num_bytes, rdma_buffer.num_bytes, idx_bytes,
+                                                  device=device_spec(device))))
     # The hints stay upstream's integers (quantities, limits); the report lists what Buffer allocates.
     buffers = (nvl_allocation(v, nvl_buffer), rdma_buffer, workspace_allocation(v))
     # summary_of reads the buffers and the limits only, the parts computed here.
@@ -133,7 +135,7 @@ def _key(plan) -> tuple:
     """The plan fields normal mode reads, in :func:`_core`'s order (no token count)."""
     return (plan.version, plan.num_ranks, plan.num_ranks_per_node, plan.hidden, plan.use_fp8_dispatch,
             plan.num_sms, plan.deepep_config, plan.num_topk, plan.num_experts, plan.num_redundant_experts,
-            plan.num_topk_idx_bits)
+            plan.num_topk_idx_bits, plan.device)
 
 
 #: ``_cached(plan)``: :func:`_core` for ``plan``; ``_cached(plan, _summary)``: its summary, kept longer.

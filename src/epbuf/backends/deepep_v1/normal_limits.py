@@ -17,6 +17,7 @@ from .constants import (BF16_BYTES, FP8_SCALE_BLOCK, INT4_BYTES, INT_BYTES, NORM
                         NORMAL_NUM_MAX_TOPK, NUM_BUFFER_ALIGNMENT_BYTES, NUM_MAX_LOCAL_EXPERTS, NUM_MAX_NVL_PEERS)
 from .internode import nvl_clean_meta, nvl_clean_token_bytes, rdma_clean_meta, record_num_bytes
 from .limits import LimitRow, in_row, passes_int4_check, set_name
+from .smem import normal_launches, smem_rows
 from .versions import Version
 
 __all__ = ["normal_limit_rows"]
@@ -24,9 +25,11 @@ __all__ = ["normal_limit_rows"]
 
 def normal_limit_rows(v: Version, ranks: int, ranks_per_node: int, topk: int, experts: int, hidden: int, fp8: bool,
                       configs: dict[str, Config], num_nvl_bytes: int, num_rdma_bytes: int,
-                      idx_bytes: int) -> list[LimitRow]:
+                      idx_bytes: int, device=None) -> list[LimitRow]:
     """Every normal-mode limit, in report order (``configs``: "dispatch"/"combine", or one
-    "deepep_config" that serves both; ``idx_bytes``: ``sizeof(topk_idx_t)`` of the build)."""
+    "deepep_config" that serves both; ``idx_bytes``: ``sizeof(topk_idx_t)`` of the build;
+    ``device``: the :class:`~epbuf.devices.DeviceSpec` bounding the TMA launches' shared memory,
+    :mod:`.smem`)."""
     internode = ranks > NUM_MAX_NVL_PEERS
     ctor = v.cite("BUF", "107-116", "Buffer constructor")
     num_rdma_ranks = max(ranks // NUM_MAX_NVL_PEERS, 1)
@@ -63,6 +66,7 @@ def normal_limit_rows(v: Version, ranks: int, ranks_per_node: int, topk: int, ex
                          passes_int4_check(num_bytes), v.cite("BUF", line), "host"))
     if internode:
         rows += _internode_rows(v, ranks, topk, hidden, fp8, configs, num_nvl_bytes, idx_bytes)
+    rows += smem_rows(v, device, normal_launches(internode, {k: cfg.num_sms for k, cfg in configs.items()}))
     return rows
 
 

@@ -30,6 +30,7 @@ _FILES_MAIN = {
     "LAUNCH": "csrc/kernels/legacy/launch.cuh",  # SWITCH_* lists of compiled shapes
     "LLK": "csrc/kernels/legacy/internode_ll.cu",  # low-latency kernels
     "INK": "csrc/kernels/legacy/internode.cu",  # normal internode kernels, token records, clean meta
+    "INTRA": "csrc/kernels/legacy/intranode.cu",  # normal intranode kernels (their TMA shared memory)
     "PY": "deep_ep/buffers/legacy.py",  # Python Buffer: num_sms, config tables
     "DOC": "docs/legacy.md",  # the sizing recipe users copy
 }
@@ -40,10 +41,12 @@ _FILES_V1 = {
     "LAUNCH": "csrc/kernels/launch.cuh",
     "LLK": "csrc/kernels/internode_ll.cu",
     "INK": "csrc/kernels/internode.cu",
+    "INTRA": "csrc/kernels/intranode.cu",
     "PY": "deep_ep/buffer.py",
     "DOC": "README.md",
 }
-CPL, CFG, BUF, LAUNCH, LLK, INK, PY, DOC = (_FILES_MAIN[k] for k in _FILES_MAIN)
+CPL, CFG, BUF, LAUNCH, LLK, INK, PY, DOC = (_FILES_MAIN[k] for k in ("CPL", "CFG", "BUF", "LAUNCH", "LLK", "INK",
+                                                                       "PY", "DOC"))
 
 
 class Version(Record):
