@@ -531,3 +531,15 @@ def test_versions_wraps_at_the_terminal_width_and_wide_keeps_lines_whole(capsys,
     assert "  refactor (default): EPBuffer @ 1a1ffbac1f:" in out
     code, wide, _ = run(capsys, "versions", "--wide")
     assert code == 0 and flat(wide) == flat(out) and max(len(line) for line in wide.splitlines()) > 80
+
+
+def test_text_findings_put_errors_first(capsys):
+    """Text output lists errors, then warnings, then notes (each in the report's order), as the web
+    page does; --json keeps the report's order."""
+    code, out, _ = run(capsys, "layout", "--hidden", "7000")
+    lines = [line.split(":")[0].strip() for line in out.splitlines() if line.startswith(("  error:", "  warning:",
+                                                                                         "  info:"))]
+    assert code == 0 and lines[:3] == ["error", "error", "warning"]
+    code, out, _ = run(capsys, "layout", "--hidden", "7000", "--json")
+    order = [f["severity"] for f in json.loads(out)["findings"]]
+    assert order.index("warning") < len(order) - 1 - order[::-1].index("error")  # an error after a warning

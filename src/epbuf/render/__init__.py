@@ -145,9 +145,14 @@ def value_text(v: object) -> str:
     return str(v)
 
 
+_SEVERITY_ORDER = {"error": 0, "warning": 1}
+
+
 def finding_lines(findings, width: int | None) -> list[str]:
+    """The findings as wrapped lines, errors first, then warnings, then notes (each kind in the
+    report's order, as the web page shows them; JSON keeps the report's order)."""
     out = []
-    for f in findings:
+    for f in sorted(findings, key=lambda f: _SEVERITY_ORDER.get(f.severity, 2)):
         out += wrap(f"{f.severity}: {f.message}  [{f.code}]", width, "    ", "  ")
     return out
 
