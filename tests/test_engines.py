@@ -961,3 +961,31 @@ def test_a_config_json_says_whether_the_weights_are_block_fp8(tmp_path):
         spec = read_model_config(str(path))
         assert spec.block_fp8 is expected, quant
         assert ("weights fp8, block 128x128 (quantization_config)" in spec.notes) is expected
+
+
+def test_sglang_deepep_config_num_sms_breaks_the_shared_memory_limit(tmp_path):
+    """SGLang's --deepep-config sets num_sms; at 64 cached_notify's launch needs 8 KiB x 32 warps =
+    262,144 B of shared memory, over sm_90's 232,448 B (launch.cuh:46): an error finding, the sizes
+    kept; at 56 it fits. Low-latency mode launches no normal kernels, so no such row."""
+    def config(num_sms):
+        one = {"num_sms": num_sms, "num_max_nvl_chunked_send_tokens": 6, "num_max_nvl_chunked_recv_tokens": 256,
+               "num_max_rdma_chunked_send_tokens": 6, "num_max_rdma_chunked_recv_tokens": 256}
+        path = tmp_path / f"c{num_sms}.json"
+        path.write_text(json.dumps({"normal_dispatch": one, "normal_combine": one}))
+        return str(path)
+
+    def smem(mode, num_sms):
+        rep = report("sglang", model="deepseek-v3", num_ranks=16,
+                     flags={"--deepep-mode": mode, "--deepep-config": config(num_sms)})
+        return rep, [lim for lim in rep.report.limits if lim.name.startswith("cached_notify")]
+
+    rep, rows = smem("normal", 64)
+    assert [(lim.value, lim.bound, lim.ok) for lim in rows] == [(262_144, 232_448, False)]
+    assert any(f.severity == "error" and "cached_notify" in f.message for f in rep.report.findings)
+    assert rep.num_bytes > 0 and rep.report.buffers  # the sizes are still there (the one rule)
+    assert [lim.ok for lim in smem("normal", 56)[1]] == [True]
+    assert smem("low_latency", 64)[1] == []
+    vllm_rows = [lim for lim in report("vllm", model="deepseek-v3", num_ranks=16,
+                                       flags={"--all2all-backend": "deepep_high_throughput"}).report.limits
+                 if lim.name.startswith("cached_notify")]
+    assert [(lim.value, lim.ok) for lim in vllm_rows] == [(8192 * 10, True)]  # 20 SMs: 10 channels, 10 warps

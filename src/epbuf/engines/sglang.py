@@ -311,6 +311,8 @@ def _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, sett
     normal_rdma = max((r.num_bytes for r in rdma_regions if r.name.startswith("normal")), default=0)
 
     limits = own_limits + _deepep.constructor_limits(nvl_bytes, rdma_bytes, num_ranks, low_latency)
+    if ctx.value("--deepep-mode") != "low_latency":  # the normal kernels' launches at num_sms
+        limits += _deepep.smem_limits(version, num_ranks, num_sms)
     limits.append(limit(f"{knob} <= 1024", tokens, "<=", MAX_DISPATCH_TOKENS,
                         f"{REPO} {TD} _DeepEPDispatcherImplBase.__init__ (FINISHED_SUM_TAG=1024)"))
     depth = ctx.value("NVSHMEM_QP_DEPTH")
