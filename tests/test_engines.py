@@ -985,6 +985,14 @@ def test_sglang_deepep_config_num_sms_breaks_the_shared_memory_limit(tmp_path):
     assert rep.num_bytes > 0 and rep.report.buffers  # the sizes are still there (the one rule)
     assert [lim.ok for lim in smem("normal", 56)[1]] == [True]
     assert smem("low_latency", 64)[1] == []
+    # The engine's --device sets the bound: H200's is sm_90's; an A100 build has no TMA launches.
+    on_h200 = report("sglang", model="deepseek-v3", num_ranks=16, device="h200",
+                     flags={"--deepep-mode": "normal", "--deepep-config": config(64)}).report.limits
+    assert [lim.name for lim in on_h200 if lim.name.startswith("cached_notify")] == [
+        "cached_notify (num_sms = 64) dynamic shared memory (max opt-in per block: h200, sm_90)"]
+    on_a100 = report("sglang", model="deepseek-v3", num_ranks=16, device="a100-80gb",
+                     flags={"--deepep-mode": "normal", "--deepep-config": config(64)}).report.limits
+    assert not [lim for lim in on_a100 if "shared memory" in lim.name]
     vllm_rows = [lim for lim in report("vllm", model="deepseek-v3", num_ranks=16,
                                        flags={"--all2all-backend": "deepep_high_throughput"}).report.limits
                  if lim.name.startswith("cached_notify")]

@@ -23,7 +23,7 @@ import sys
 
 from ._options import (
     Parser, RawDescriptionFormatter, add_device_options, add_model_options, add_wide_option, device_from_args,
-    has_error_finding, int_arg, model_from_args, output_width, positive_bytes_arg, print_json,
+    device_spec_from_args, has_error_finding, int_arg, model_from_args, output_width, positive_bytes_arg, print_json,
 )
 
 from ._engine_launch import EXAMPLES, LaunchLine, parse_launch_line, unknown_options
@@ -176,7 +176,7 @@ def report_from_args(name: str, opts: argparse.Namespace, *, ranks_flag: str | N
         name, model=model_from_args(opts), hidden=opts.hidden, num_topk=opts.topk, num_experts=opts.experts,
         num_ranks=opts.ranks, num_nodes=opts.nodes, num_ranks_per_node=opts.gpus_per_node, flags=flags,
         env=env, version=opts.engine_version, backend_version=getattr(opts, "backend_version", None),
-        max_tokens_under_load=opts.max_tokens_under_load, budget=opts.budget, device=device_from_args(opts),
+        max_tokens_under_load=opts.max_tokens_under_load, budget=opts.budget, device=device_spec_from_args(opts) or device_from_args(opts),
         ranks_flag=ranks_flag or ("--ranks" if opts.ranks is not None else None), ignored=tuple(ignored),
         launch=launch is not None)
 

@@ -117,7 +117,7 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
     c.raise_if_any()
 
     spec_model, base, model_notes, block_fp8 = _shape(model, hidden, num_topk, num_experts, num_shared_experts)
-    device_name, device_bytes = _device(device)
+    device_name, device_bytes, device_spec = _device(device)
     settings = resolve_settings(spec.knobs, flags, env, engine)
     if ranks_flag is not None and (not isinstance(ranks_flag, str) or not ranks_flag):
         raise InvalidArgumentError([EngineProblem("ranks_flag", ranks_flag, "allowed the spelling of the EP-size flag")])
@@ -128,6 +128,7 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
         settings=settings, backend_version=backend_version,
         base_settings=tuple(v for k, v in base.items() if k != "num_shared_experts" or v.value or v.source == "flag"),
         load=max_tokens_under_load, budget=budget, device_name=device_name, device_num_bytes=device_bytes,
+        device=device_spec,
         ranks_flag=ranks_flag or "num_ranks", model_notes=model_notes,
         model_block_fp8=block_fp8,
     )
@@ -185,8 +186,9 @@ def _shape(model: object, hidden, num_topk, num_experts, num_shared) -> tuple[st
     return label if not note else "", out, (spec.notes if known else ""), known and spec.block_fp8
 
 
-def _device(device: object) -> tuple[str, int | None]:
-    """``(title, bytes)`` of ``device``: ``None``, a preset name, a ``DeviceSpec`` or ``(name, bytes)``.
+def _device(device: object) -> tuple[str, int | None, object]:
+    """``(title, bytes, DeviceSpec or None)`` of ``device``: ``None``, a preset name, a ``DeviceSpec``
+    or ``(name, bytes)`` (no spec: a capacity only).
 
     Raises:
         InvalidArgumentError: a tuple that is not ``(non-empty name, integer bytes >= 1)`` (NaN, floats,
@@ -194,7 +196,7 @@ def _device(device: object) -> tuple[str, int | None]:
         UnknownNameError: an unknown preset.
     """
     if device is None:
-        return "", None
+        return "", None, None
     if isinstance(device, tuple):
         from ..units import MAX_BYTES
 
@@ -203,7 +205,7 @@ def _device(device: object) -> tuple[str, int | None]:
         if not ok:
             raise InvalidArgumentError([EngineProblem(
                 "device", device, f"allowed (name, bytes): a non-empty name and an integer 1..{MAX_BYTES}")])
-        return device[0], device[1]
+        return device[0], device[1], None
     if not isinstance(device, str) or not device.strip():
         from ..devices import DeviceSpec
 
@@ -213,4 +215,4 @@ def _device(device: object) -> tuple[str, int | None]:
     from ..devices import DeviceSpec, get_device
 
     spec = device if isinstance(device, DeviceSpec) else get_device(str(device))
-    return spec.title, spec.num_bytes
+    return spec.title, spec.num_bytes, spec

@@ -38,6 +38,9 @@ class EngineContext(Record):
     budget: int | None = None
     device_name: str = ""
     device_num_bytes: int | None = None
+    #: The device preset (:class:`~epbuf.devices.DeviceSpec`) when one was named: its per-block shared
+    #: memory bounds DeepEP's kernel launches. ``None`` for none or a bare ``(name, bytes)``.
+    device: object = None
     #: How the user spelled the EP size (``--ranks``, an engine alias such as ``--ep-size``, or
     #: ``num_ranks`` from Python), for the settings table and error lines.
     ranks_flag: str = "num_ranks"

@@ -53,14 +53,15 @@ def constructor_limits(num_nvl_bytes: int, num_rdma_bytes: int, num_ranks: int, 
     return out
 
 
-def smem_limits(version, num_ranks: int, num_sms: int) -> list[LimitCheck]:
+def smem_limits(version, num_ranks: int, num_sms: int, device=None) -> list[LimitCheck]:
     """The dynamic shared memory of the normal-mode TMA launches at ``num_sms`` (``version``: a
-    ``deepep_v1.Version``), against sm_90's 232,448 B per block (the engines take no device):
-    :mod:`epbuf.backends.deepep_v1.smem`, where ``cached_notify``'s grows with ``num_sms``."""
+    ``deepep_v1.Version``), against ``device``'s opt-in maximum per block (a ``DeviceSpec``; ``None``:
+    sm_90's 232,448 B): :mod:`epbuf.backends.deepep_v1.smem`, where ``cached_notify``'s grows with
+    ``num_sms``."""
     from ..backends._limits import limit_checks
     from ..backends.deepep_v1.smem import normal_launches, smem_rows
 
-    return limit_checks(smem_rows(version, None, normal_launches(num_ranks > 8, {"config": num_sms})))
+    return limit_checks(smem_rows(version, device, normal_launches(num_ranks > 8, {"config": num_sms})))
 
 
 def constructor_allocations(version, num_nvl_bytes: int) -> list[Buffer]:

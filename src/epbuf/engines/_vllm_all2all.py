@@ -211,7 +211,7 @@ def high_throughput(ctx, num_ranks, per_node, num_nodes, num_experts, redundant,
                                     f"{REPO} {A2A} _make_all2all_kwargs", needed=rdma_hint if configs else None,
                                     region="VLLM_DEEPEP_BUFFER_SIZE_MB"))
     limits = _deepep.constructor_limits(env_bytes, rdma_bytes, num_ranks, False)
-    limits += _deepep.smem_limits(version, num_ranks, NUM_SMS)
+    limits += _deepep.smem_limits(version, num_ranks, NUM_SMS, ctx.device)
     findings += limit_findings("vllm", limits, {
         _deepep.RANKS_LIMIT: _deepep.RANKS_CONSEQUENCE,
         "num_ranks > 8 (num_rdma_bytes > 0, normal mode)":

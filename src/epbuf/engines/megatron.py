@@ -186,7 +186,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
     ctor = _deepep.constructor_allocations(version, nvl_bytes)  # the one get_buffer Buffer (module docstring)
     buffers += ctor
     limits = _deepep.constructor_limits(nvl_bytes, rdma_bytes, num_ranks, False)
-    limits += _deepep.smem_limits(version, num_ranks, num_sms)
+    limits += _deepep.smem_limits(version, num_ranks, num_sms, ctx.device)
     findings = limit_findings("megatron", limits, {_deepep.RANKS_LIMIT: _deepep.RANKS_CONSEQUENCE}) + sms_findings
     findings += [
         Finding(severity="info", code="megatron.hidden-bytes",

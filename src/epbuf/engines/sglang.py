@@ -312,7 +312,7 @@ def _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, sett
 
     limits = own_limits + _deepep.constructor_limits(nvl_bytes, rdma_bytes, num_ranks, low_latency)
     if ctx.value("--deepep-mode") != "low_latency":  # the normal kernels' launches at num_sms
-        limits += _deepep.smem_limits(version, num_ranks, num_sms)
+        limits += _deepep.smem_limits(version, num_ranks, num_sms, ctx.device)
     limits.append(limit(f"{knob} <= 1024", tokens, "<=", MAX_DISPATCH_TOKENS,
                         f"{REPO} {TD} _DeepEPDispatcherImplBase.__init__ (FINISHED_SUM_TAG=1024)"))
     depth = ctx.value("NVSHMEM_QP_DEPTH")
