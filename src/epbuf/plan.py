@@ -67,8 +67,8 @@ class Plan(Record):
         per_expert_batching: UCCL-EP built with ``PER_EXPERT_BATCHING=1`` (per-expert batched
             low-latency sends: a larger send buffer and ``num_ranks`` squared counters).
         device: a device preset (:func:`epbuf.devices.get_device` name or alias) whose per-block
-            shared memory bounds DeepEP V1's TMA kernel launches (``--device``); ``None`` = the
-            sm_90 build's 227 KiB. Sizes never depend on it.
+            shared memory bounds DeepEP V1's and UCCL-EP's TMA kernel launches (``--device``);
+            ``None`` = the sm_90 build's 227 KiB. Sizes never depend on it.
         model: a label for reports (preset name), not used in arithmetic.
 
         The fields below serve the non-DeepEP libraries (MORI-EP, pplx-kernels); DeepEP

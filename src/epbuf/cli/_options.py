@@ -295,8 +295,9 @@ def plan_from_args(args: argparse.Namespace):
 
 
 def _memory_preset(args: argparse.Namespace) -> str | None:
-    """``--device`` as a memory preset name for ``Plan.device`` (DeepEP V1's shared-memory bound); ``None``
-    without one, or where ``--device`` names something else (``simulate``'s link presets such as h800)."""
+    """``--device`` as a memory preset name for ``Plan.device`` (DeepEP V1's and UCCL-EP's shared-memory
+    bound); ``None`` without one, or where ``--device`` names something else (``simulate``'s link presets
+    such as h800)."""
     if getattr(args, "device", None) is None:
         return None
     from ..devices import get_device

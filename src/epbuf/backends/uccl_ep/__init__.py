@@ -13,7 +13,8 @@ messages without the LogFMT term). What is UCCL-EP's own lives here:
   signaling buffers that live in the atomic buffer, ``get_low_latency_rdma_size_hint``;
 * :mod:`.memory` — every other allocation per GPU, device or pinned host (proxy FIFOs,
   atomic buffer, workspace, D2H handles, counters);
-* :mod:`.limits` — constructor and launch limits as rows;
+* :mod:`.limits` — constructor and launch limits as rows; :mod:`.smem` — the TMA launches'
+  dynamic shared memory against the device's per-block maximum (CUDA only);
 * :mod:`.normal` — ``report_normal`` (``uccl-ep``) and its fast summary; :mod:`.ll_report` —
   ``report_low_latency`` (``uccl-ll``) and its fast summary; :mod:`.report_parts` — what both share
   (:mod:`.report` re-exports the four).

@@ -24,6 +24,10 @@ of its low-latency modules and ``hint_slot_records`` of its config module:
   ``max_nvl_peers`` (``LOCAL_WORLD_SIZE``) where DeepEP has ``NUM_MAX_NVL_PEERS`` = 8, and
   allocates the same 32 MiB workspace: ``nvl_metadata_regions``, ``nvl_buffer_with`` and
   ``workspace_buffer`` of DeepEP V1's memory module.
+* the TMA launches' dynamic shared memory (:mod:`.smem`): UCCL's intranode dispatch and combine
+  and its internode ``cached_notify`` request what DeepEP's do, and its low-latency combine
+  DeepEP's ``ll4`` bytes per warp; the formulas, the device bound and whether a build sets shared
+  memory at all are DeepEP V1's :mod:`~epbuf.backends.deepep_v1.smem` (:data:`smem`).
 """
 
 from __future__ import annotations
@@ -33,11 +37,12 @@ from .. import deepep_v1 as _v1
 from ..deepep_v1.config import hint_slot_records  # what each token slot of a normal-mode hint reserves
 from ..deepep_v1.ll_formulas import hint_round_up  # ((total + 128) / 128) * 128, ep_config.hpp:324-326 as DeepEP's
 from ..deepep_v1.memory import nvl_buffer_with, nvl_metadata_regions, workspace_buffer  # the constructor's extras
+from ..deepep_v1 import smem  # the TMA launches' shared memory and the device bound (read by .smem)
 
 __all__ = ["NORMAL_VERSION", "LL_VERSION", "LL_VERSION_NEWEST", "Config", "make_config", "nvl_buffer",
            "rdma_buffer", "get_hidden_bytes", "ll_layout", "ll_hint", "deepep_ll_hint", "deepep_ll_max_bytes",
            "slot_grid", "hint_round_up", "hint_slot_records", "get_num_bytes_per_token", "nvl_buffer_with",
-           "nvl_metadata_regions", "workspace_buffer"]
+           "nvl_metadata_regions", "workspace_buffer", "smem"]
 
 NORMAL_VERSION = "v1.2.1"  # DeepEP V1 version whose normal-mode hints UCCL's Config reproduces
 LL_VERSION = "ll4"  # DeepEP V1 version whose LowLatencyLayout UCCL's default build reproduces

@@ -14,7 +14,10 @@ Where UCCL-EP departs from DeepEP V1 (``csrc/legacy/buffer.hpp:105-115 @dd758ca`
   (``ep/include/ep_launch.cuh:67-83``); internode combine needs ``num_rdma_ranks <= 16`` and
   chunk sizes that divide among them (``internode.cu:3098-3110``); the internode TMA staging
   buffer holds one token of ``kNumTMABytesPerWarp`` (``internode.cu:54-71, 683-684,
-  2349-2350``); low-latency top-k is at most ``kNumMaxTopK`` (``internode_ll.cu:670-678``).
+  2349-2350``); low-latency top-k is at most ``kNumMaxTopK`` (``internode_ll.cu:670-678``);
+* the TMA launches' dynamic shared memory against the device's opt-in maximum per block, on CUDA
+  (:mod:`.smem`): at ``main`` the internode dispatch and combine stage 20,480 B per warp where
+  DeepEP stages 16,384, and ``cached_notify`` grows with ``num_sms`` as DeepEP's does.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 from ...units import INT32_MAX, INT64_MAX, MiB
 from .config import get_num_bytes_per_token
 from .low_latency import K_ATOMIC_BUFFER_SIZE
+from .smem import low_latency_rows, normal_rows
 from .versions import Version, cite
 
 __all__ = ["LimitRow", "normal_limit_rows", "low_latency_limit_rows", "warp_size", "int_max",
@@ -70,7 +74,8 @@ def _constructor_rows(platform: str, num_ranks: int, ranks_per_node: int) -> lis
 
 def normal_limit_rows(v: Version, platform: str, num_ranks: int, ranks_per_node: int, num_topk: int,
                       num_experts: int, hidden: int, use_fp8_dispatch: bool, configs: dict, combine_config,
-                      num_nvl_bytes: int, num_rdma_bytes: int, rdma_hint_dispatched: int) -> list[LimitRow]:
+                      num_nvl_bytes: int, num_rdma_bytes: int, rdma_hint_dispatched: int,
+                      device=None) -> list[LimitRow]:
     """Every normal-mode limit, in report order.
 
     Args:
@@ -78,6 +83,8 @@ def normal_limit_rows(v: Version, platform: str, num_ranks: int, ranks_per_node:
         combine_config: the config combine runs with.
         rdma_hint_dispatched: ``get_rdma_buffer_size_hint`` at the *dispatched* hidden bytes, which
             internode ``notify_dispatch`` receives as ``num_rdma_bytes`` (``uccl_ep.cc:1018``).
+        device: the :class:`~epbuf.devices.DeviceSpec` bounding the TMA launches' shared memory
+            (:mod:`.smem`; ``None``: sm_90's 232,448 B).
     """
     big = int_max(platform)
     big_name = "INT64_MAX" if platform == "rocm" else "INT_MAX"
@@ -173,14 +180,17 @@ def normal_limit_rows(v: Version, platform: str, num_ranks: int, ranks_per_node:
                   * HINT_NUM_MAX_TOPK for cfg in configs.values())
     rows.append(("channels x ranks x tokens x kNumMaxTopK (int product in the hints)", product, "<=", INT32_MAX,
                  product <= INT32_MAX, cite("include/ep_config.hpp", "82-84, 116-118"), "assumed"))
+    # cached_notify runs with the config of the call it serves: combine's, or a cached dispatch's.
+    rows += normal_rows(v, platform, device, internode, {k: cfg.num_sms for k, cfg in configs.items()})
     return rows
 
 
 def low_latency_limit_rows(v: Version, platform: str, num_ranks: int, ranks_per_node: int, num_topk: int,
                            num_experts: int, hidden: int, use_fp8_dispatch: bool, num_tokens: int,
-                           atomic_bytes_used: int, per_expert_batching: bool) -> list[LimitRow]:
+                           atomic_bytes_used: int, per_expert_batching: bool, device=None) -> list[LimitRow]:
     """Every low-latency limit, in report order (``atomic_bytes_used``: the layout's
-    :attr:`~.low_latency.LowLatencyLayout.atomic_buffer_bytes_used`)."""
+    :attr:`~.low_latency.LowLatencyLayout.atomic_buffer_bytes_used`; ``device``: the
+    :class:`~epbuf.devices.DeviceSpec` bounding the combine launch's shared memory, :mod:`.smem`)."""
     warps = LL_MAX_WARP_GROUPS["rocm" if platform == "rocm" else "cuda"]
     workspace = (num_experts * (3 if per_expert_batching else 2) + 1) * 4
     tma = num_ranks * num_tokens
@@ -216,6 +226,8 @@ def low_latency_limit_rows(v: Version, platform: str, num_ranks: int, ranks_per_
         rows.append(("num_ranks x num_ranks (int product in the layout)", num_ranks * num_ranks, "<=", INT32_MAX,
                      num_ranks * num_ranks <= INT32_MAX, cite("include/ep_config.hpp", "245-246, 261-262"),
                      "assumed"))
+    if hidden in SWITCH_HIDDEN:  # another hidden stops at SWITCH_HIDDEN's assert before the launch
+        rows += low_latency_rows(platform, device, hidden)
     return rows
 
 

@@ -22,6 +22,7 @@ from .memory import placement, rdma_allocation
 from .._limits import limit_checks, limit_findings
 from .report_parts import (CFG, dropped_checks_finding, host_memory_finding, nic_of, platform_of, runtime_buffers,
                            upstream_line)
+from .smem import device_spec
 from .versions import cite, get_version
 
 __all__ = ["report_low_latency", "summarize_low_latency"]
@@ -107,7 +108,7 @@ def report_low_latency(plan) -> Report:
     host_buffers = ((rdma,) if rdma_in_host else ()) + (host,)
     limits = tuple(limit_checks(low_latency_limit_rows(v, platform, ranks, rpn, plan.num_topk, experts, hidden,
                                                        plan.use_fp8_dispatch, tokens, layout.atomic_buffer_bytes_used,
-                                                       plan.per_expert_batching)))
+                                                       plan.per_expert_batching, device_spec(plan.device))))
     records = (dispatch_message_record(hidden, plan.use_fp8_dispatch, layout.num_bytes_per_dispatch_msg),
                combine_message_record(hidden))
 
@@ -254,7 +255,7 @@ def summarize_low_latency(plan) -> Summary:
         if hint <= INT64_MAX:
             rows = low_latency_limit_rows(v, platform, plan.num_ranks, plan.ranks_per_node, plan.num_topk,
                                           plan.num_total_experts, plan.hidden, plan.use_fp8_dispatch, tokens,
-                                          atomic_used, plan.per_expert_batching)
+                                          atomic_used, plan.per_expert_batching, device_spec(plan.device))
             broken = tuple(row[0] for row in rows if not row[4])
             if rdma_in_host:
                 return Summary(num_bytes=runtime_bytes, num_bytes_needed=runtime_bytes, binding="workspace",

@@ -28,6 +28,7 @@ from .._limits import limit_checks, limit_findings
 from .._shape_cache import shape_cache
 from .report_parts import (CFG, dropped_checks_finding, host_memory_finding, nic_of, platform_of, runtime_buffers,
                            upstream_line)
+from .smem import device_spec
 from .versions import Version, cite, get_version
 
 __all__ = ["report_normal", "summarize_normal"]
@@ -78,7 +79,8 @@ class _Normal(Record):
 
 @lru_cache(maxsize=256)
 def _normal_core(version, ranks: int, num_ranks_per_node, hidden: int, fp8: bool, num_sms, deepep_config,
-                 topk: int, routed: int, redundant: int, platform: str, nic: str) -> _Normal | InvalidArgumentError:
+                 topk: int, routed: int, redundant: int, platform: str, nic: str,
+                 device: str | None = None) -> _Normal | InvalidArgumentError:
     try:
         v = get_version(version)
         override = _validate_normal(v, ranks, num_sms, deepep_config)
@@ -112,7 +114,8 @@ def _normal_core(version, ranks: int, num_ranks_per_node, hidden: int, fp8: bool
     rdma_dispatched = rdma_buffer(dispatch_cfg, hidden * element_size, ranks).num_bytes
     combine_cfg = configs.get("combine", override)
     limits = tuple(limit_checks(normal_limit_rows(v, platform, ranks, rpn, topk, experts, hidden, fp8, configs,
-                                                  combine_cfg, num_nvl_bytes, num_rdma_bytes, rdma_dispatched)))
+                                                  combine_cfg, num_nvl_bytes, num_rdma_bytes, rdma_dispatched,
+                                                  device=device_spec(device))))
     records = _deepep.hint_slot_records("NVL hint slot", nvl[nvl_key])
     if ranks > NUM_MAX_NVL_PEERS:
         records += _deepep.hint_slot_records("RDMA hint slot", rdma[rdma_key])
@@ -126,7 +129,7 @@ def _normal_core(version, ranks: int, num_ranks_per_node, hidden: int, fp8: bool
 def _normal_key(plan) -> tuple:
     return (plan.version, plan.num_ranks, plan.num_ranks_per_node, plan.hidden, plan.use_fp8_dispatch, plan.num_sms,
             plan.deepep_config, plan.num_topk, plan.num_experts, plan.num_redundant_experts, platform_of(plan),
-            nic_of(plan))
+            nic_of(plan), plan.device)
 
 
 #: ``_normal(plan)``: :func:`_normal_core` for ``plan``; ``_normal(plan, _normal_summary)``: its summary.
