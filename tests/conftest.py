@@ -5,7 +5,13 @@ says more about the neighbours than about epbuf (no timing assertions in tests: 
 measured in benchmarks/). The examples themselves stay as many as each test asks for.
 """
 
+import sys
+from pathlib import Path
+
 from hypothesis import settings
+
+# The tests' shared helpers (_cli_run.py, _moe_reference.py) import by name from this folder.
+sys.path.insert(0, str(Path(__file__).parent))
 
 settings.register_profile("epbuf", deadline=None)
 settings.load_profile("epbuf")

@@ -20,16 +20,9 @@ from epbuf.cli import build_parser, main
 from epbuf.cli.engine import build_engine_parser
 from epbuf.engines import ENGINES
 
+from _cli_run import run_cli as run  # tests/_cli_run.py (conftest puts tests/ on the path)
+
 CLI = [sys.executable, "-m", "epbuf.cli"]
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # --- Ctrl-C ---------------------------------------------------------------------------

@@ -8,19 +8,11 @@ import json
 
 import pytest
 
-from epbuf.cli import main
 from epbuf.devices import DEVICES
 from epbuf.placement import BACKEND_VENDORS, DEVICE_BACKENDS
 from epbuf.plan import backend_names
 
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from _cli_run import run_cli as run  # tests/_cli_run.py (conftest puts tests/ on the path)
 
 
 def one_line_error(code: int, out: str, err: str) -> bool:

@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from epbuf.backends import mori_ep, pplx, uccl_ep
-from epbuf.cli import main
 from epbuf.engines import report
 from epbuf.engines._mori import HEAP_LIMIT
 from epbuf.engines._vllm_pplx import hidden_dim_scale_bytes
@@ -23,20 +22,13 @@ from epbuf.errors import InvalidArgumentError
 from epbuf.plan import Plan
 from epbuf.units import GiB, MiB
 
+from _cli_run import run_cli  # tests/_cli_run.py (conftest puts tests/ on the path)
+
 DSV3 = dict(model="deepseek-v3")
 
 
 def codes(rep) -> set[str]:
     return {f.code for f in rep.findings}
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def vllm(ranks: int, backend: str, version: str = "main", env=None, **flags):

@@ -30,6 +30,9 @@ from epbuf.errors import InvalidArgumentError, UnknownNameError
 from epbuf.report import report_from_dict
 from epbuf.units import GiB, INT32_MAX, MiB
 
+from _cli_run import run_cli  # tests/_cli_run.py (conftest puts tests/ on the path)
+
+
 # The vLLM issue #57894 shape: DeepSeek-V4.1-Flash, hidden 5120, 384 routed + 64 redundant experts, EP16.
 ISSUE = dict(hidden=5120, num_topk=8, num_experts=384, num_ranks=16)
 ISSUE_FLAGS = {"--all2all-backend": "deepep_low_latency", "--enable-eplb": True, "--num-redundant-experts": 64}
@@ -48,15 +51,6 @@ def codes(rep) -> set[str]:
 
 
 # --- CLI harness: `epbuf engine ...` as the console script runs it ------------------------------------
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 # ====================================================================================
 # vLLM
 # ====================================================================================

@@ -18,14 +18,7 @@ from epbuf.cli._engine_launch import parse_launch_line
 from epbuf.engines import report
 from epbuf.errors import EpbufError, InvalidArgumentError
 
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from _cli_run import run_cli  # tests/_cli_run.py (conftest puts tests/ on the path)
 
 
 def findings(data: dict, code: str) -> list[dict]:

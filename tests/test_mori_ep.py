@@ -20,6 +20,8 @@ from epbuf.plan import Plan, report, summarize
 from epbuf.report import report_from_dict, report_to_dict, summary_of
 from epbuf.units import GiB
 
+from _cli_run import run_cli as run_main  # tests/_cli_run.py (conftest puts tests/ on the path)
+
 DSV3 = dict(hidden=7168, num_topk=8, num_experts=256)
 
 
@@ -365,17 +367,6 @@ def test_heap_regions_are_carved_in_256_byte_units(p):
 
 
 # --- the command line ---------------------------------------------------------------------------
-def run_main(capsys, *argv: str) -> tuple[int, str, str]:
-    from epbuf.cli import main
-
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_cli_hint(capsys):
     code, out, err = run_main(capsys, "hint", "--backend", "mori-ep", "--topk", "8")
     assert code == 0 and err == ""

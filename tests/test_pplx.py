@@ -17,6 +17,8 @@ from epbuf.errors import InvalidArgumentError
 from epbuf.plan import Plan, report, summarize
 from epbuf.report import report_from_dict, report_to_dict, summary_of
 
+from _cli_run import run_cli as run_main  # tests/_cli_run.py (conftest puts tests/ on the path)
+
 DSV3 = dict(hidden=7168, num_topk=8, num_experts=256)
 
 
@@ -295,17 +297,6 @@ def test_records_are_16_byte_aligned(p):
 
 
 # --- the command line ---------------------------------------------------------------------------
-def run_main(capsys, *argv: str) -> tuple[int, str, str]:
-    from epbuf.cli import main
-
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_cli_hint_and_layout(capsys, tmp_path):
     code, out, err = run_main(capsys, "hint", "--backend", "pplx", "--topk", "8", "--ranks", "16", "--tokens", "128")
     assert code == 0 and err == ""

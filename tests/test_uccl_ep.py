@@ -17,10 +17,11 @@ from epbuf import InvalidArgumentError, Plan, report
 from epbuf.backends import deepep_v1
 from epbuf.backends import uccl_ep as u
 from epbuf.backends.uccl_ep import memory
-from epbuf.cli import main
 from epbuf.plan import backend_versions, summarize
 from epbuf.report import report_from_dict, report_to_dict, summary_of
 from epbuf.sweep import sweep
+
+from _cli_run import run_cli as run  # tests/_cli_run.py (conftest puts tests/ on the path)
 
 
 def plan(hidden=7168, topk=8, experts=256, ranks=16, tokens=128, fp8=True, **kw) -> Plan:
@@ -30,15 +31,6 @@ def plan(hidden=7168, topk=8, experts=256, ranks=16, tokens=128, fp8=True, **kw)
 
 def broken(rep) -> dict:
     return {lim.name: (lim.value, lim.bound) for lim in rep.failed_limits()}
-
-
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # ======================================================================================
