@@ -431,3 +431,21 @@ def test_vllm_uccl_ll_is_nvl_plus_the_backend(tokens, batching, nic):
 def test_errors_raise_in_the_python_api():
     with pytest.raises(InvalidArgumentError, match="pplx-garden"):
         report("sglang", flags={"--moe-a2a-backend": "pplx"})
+
+
+def test_sglang_mori_dtype_variables_and_their_older_switches():
+    """SGLANG_MORI_{DISPATCH,COMBINE}_DTYPE win over the older SGLANG_MORI_FP8_*/FP4_* switches
+    whenever given (auto and unknown values keep the weights' dtype; unknown ones say so)."""
+    def dtypes(env):
+        rep = report("sglang", **DSV3, num_ranks=8, flags={"--moe-a2a-backend": "mori"}, env=env)
+        notes = [f.message for f in rep.report.findings if "is none of" in f.message]
+        inputs = rep.report.inputs
+        return (inputs["use_fp8_dispatch"], inputs["scale_dim"]), inputs["quant_type"], notes
+
+    assert dtypes({"SGLANG_MORI_DISPATCH_DTYPE": "Weird", "SGLANG_MORI_FP8_DISP": "1"})[2] == [
+        "SGLANG_MORI_DISPATCH_DTYPE='Weird' is none of auto, bf16, fp8, fp4, mxfp8: SGLang keeps bf16"]
+    assert dtypes({"SGLANG_MORI_COMBINE_DTYPE": "nope"})[2] == [
+        "SGLANG_MORI_COMBINE_DTYPE='nope' is none of auto, bf16, fp8, fp8_direct_cast, fp4: SGLang keeps bf16"]
+    assert dtypes({"SGLANG_MORI_DISPATCH_DTYPE": "auto", "SGLANG_MORI_FP8_DISP": "1"})[:2] == \
+        dtypes({})[:2]  # given (auto): the older switch is not read
+    assert dtypes({"SGLANG_MORI_FP8_DISP": "1"})[0] != dtypes({})[0]

@@ -81,31 +81,35 @@ def _dtypes(ctx) -> tuple[str, str, list[str]]:
     """``(dispatch dtype, combine dtype, notes)`` as ``set_quant_config`` and the overrides leave them."""
     weights = ctx.value("--moe-weight-dtype")
     dispatch, combine = {"fp8": ("fp8", "bf16"), "fp4": ("fp4", "fp8")}.get(weights, ("bf16", "bf16"))
-    notes = []
-    text = ctx.value("SGLANG_MORI_DISPATCH_DTYPE")
-    if text is not None:
-        value = text.lower()
-        if value in _DISPATCH:
-            dispatch = value
-        elif value != "auto":
-            notes.append(f"SGLANG_MORI_DISPATCH_DTYPE={text!r} is none of auto, bf16, fp8, fp4, mxfp8: SGLang keeps "
-                         f"{dispatch}")
-    elif ctx.setting("SGLANG_MORI_FP8_DISP").source == "env" or ctx.setting("SGLANG_MORI_FP4_DISP").source == "env":
+    notes: list[str] = []
+    dispatch, chosen = _override(ctx, "SGLANG_MORI_DISPATCH_DTYPE", dispatch, "auto, bf16, fp8, fp4, mxfp8", _DISPATCH,
+                                 notes)
+    if not chosen and (ctx.setting("SGLANG_MORI_FP8_DISP").source == "env"
+                       or ctx.setting("SGLANG_MORI_FP4_DISP").source == "env"):
         if ctx.value("SGLANG_MORI_FP8_DISP"):
             dispatch = "fp8"
         if ctx.value("SGLANG_MORI_FP4_DISP"):
             dispatch = "fp4"
-    text = ctx.value("SGLANG_MORI_COMBINE_DTYPE")
-    if text is not None:
-        value = text.lower()
-        if value in _COMBINE:
-            combine = value
-        elif value != "auto":
-            notes.append(f"SGLANG_MORI_COMBINE_DTYPE={text!r} is none of auto, bf16, fp8, fp8_direct_cast, fp4: SGLang "
-                         f"keeps {combine}")
-    elif ctx.setting("SGLANG_MORI_FP8_COMB").source == "env" and ctx.value("SGLANG_MORI_FP8_COMB"):
+    combine, chosen = _override(ctx, "SGLANG_MORI_COMBINE_DTYPE", combine, "auto, bf16, fp8, fp8_direct_cast, fp4",
+                                _COMBINE, notes)
+    if not chosen and ctx.setting("SGLANG_MORI_FP8_COMB").source == "env" and ctx.value("SGLANG_MORI_FP8_COMB"):
         combine = "fp8"
     return dispatch, combine, notes
+
+
+def _override(ctx, name: str, dtype: str, listed: str, allowed, notes: list[str]) -> tuple[str, bool]:
+    """``(dtype, set)``: the dtype variable ``name`` when it names one of ``allowed`` (``auto`` and an
+    unknown value keep ``dtype``; an unknown one adds a note); ``set`` is whether the variable was
+    given at all, which silences the older boolean variables."""
+    text = ctx.value(name)
+    if text is None:
+        return dtype, False
+    value = text.lower()
+    if value in allowed:
+        return value, True
+    if value != "auto":
+        notes.append(f"{name}={text!r} is none of {listed}: SGLang keeps {dtype}")
+    return dtype, True
 
 
 def _kernel(ctx, world_size: int, tokens: int) -> tuple[str, str]:
