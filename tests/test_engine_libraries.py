@@ -274,7 +274,7 @@ def test_vllm_uccl_has_no_32gib_ceiling():
 
 def test_vllm_uccl_host_memory_and_efa():
     rep = vllm(16, "deepep_low_latency", "dp-chunk", **{"--uccl-ep": True, "--uccl-nic": "efa"})
-    assert rep.report.host_num_bytes == 1_134_900  # README: EFA pins the atomic buffer too
+    assert rep.report.host_num_bytes == 2_183_476  # README: EFA pins the atomic buffer too
     assert rep.report.buffer("UCCL proxies and runtime").num_bytes == 84_072 - 81_960
 
 
@@ -388,7 +388,7 @@ def test_help_lists_the_library_settings(capsys):
 def test_text_shows_pinned_host_memory(capsys):
     code, out, _ = run_cli(capsys, "engine", "vllm", "--all2all-backend", "deepep_low_latency", "--uccl-ep",
                            "--engine-version", "dp-chunk", "--uccl-nic", "efa", "--ranks", "16")
-    assert code == 0 and "1.08 MiB of pinned host memory per device, not in the total" in out
+    assert code == 0 and "2.08 MiB of pinned host memory per device, not in the total" in out
 
 
 # ====================================================================================

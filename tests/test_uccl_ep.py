@@ -48,10 +48,23 @@ def test_versions_and_aliases():
         u.get_version("ll4")
 
 
+def test_proxy_trigger_is_32_bytes():
+    """Issue 21: ``union alignas(16) ProxyTrigger`` (fifo_device.hpp:27-49 @ da914a2). The second
+    word's named fields sum to 63 bits, so the padding field is zero-width and ``reserved : 1``
+    starts a third word: 24 B of fields, rounded to 32 by alignas(16). Without the zero-width rule
+    the same fields would pack in two words (16 B)."""
+    assert memory._bitfield_words(memory.PROXY_TRIGGER_FIELD_BITS) == 3
+    assert memory._bitfield_words([32, 32, 0, 32, 9, 9, 3, 10, 1]) == 2
+    assert memory._bitfield_words([64, 0, 0, 64]) == 2
+    rep = report(plan(ranks=16), "uccl-ep")
+    host = {r.name: r.num_bytes for b in rep.host_buffers for r in b.regions}
+    assert host["FIFO triggers"] == 32 * 2048 * 32 == 2 * 1024 * 1024
+
+
 def test_constants():
     """§0 and §4.1: common.hpp:61-69, d2h_queue_device.cuh:47-52."""
     assert (memory.K_NUM_PROXY_THS, memory.K_CHANNEL_PER_PROXY, memory.K_QUEUE_SIZE) == (4, 8, 2048)
-    assert memory.D2H_HANDLE_BYTES == 40 and memory.PROXY_TRIGGER_BYTES == 16
+    assert memory.D2H_HANDLE_BYTES == 40 and memory.PROXY_TRIGGER_BYTES == 32
     assert u.num_d2h_channels() == 32
     assert u.low_latency.K_ATOMIC_BUFFER_SIZE == 81_960
 
@@ -87,11 +100,11 @@ def test_unsupported_rank_count():
 # ======================================================================================
 # (plan overrides) -> (num_nvl_bytes, num_rdma_bytes, device total, host total). Source: §2.1-2.3.
 NORMAL_GOLDEN = [
-    ({"ranks": 16}, (377_673_984, 91_887_744, 503_200_392, 1_052_940)),
+    ({"ranks": 16}, (377_673_984, 91_887_744, 503_200_392, 2_101_516)),
     ({"ranks": 32, "nic": "efa"}, (377_675_264, 672_077_440, 377_675_424 + 672_077_440 + 33_554_432 + 2_112,
-                                   1_134_900)),
-    ({"ranks": 32}, (377_675_264, 168_023_680, 377_675_424 + 168_023_680 + 33_554_432 + 84_072, 1_052_940)),
-    ({"ranks": 8}, (335_709_824, 0, 369_348_489, 1_052_940)),
+                                   2_183_476)),
+    ({"ranks": 32}, (377_675_264, 168_023_680, 377_675_424 + 168_023_680 + 33_554_432 + 84_072, 2_101_516)),
+    ({"ranks": 8}, (335_709_824, 0, 369_348_489, 2_101_516)),
 ]
 
 
@@ -110,7 +123,7 @@ def test_normal_allocations_16_ranks():
                      "UCCL proxies and runtime": 84_072}
     assert [b.name for b in rep.host_buffers] == ["pinned host memory"]
     assert {r.name: r.num_bytes for r in rep.host_buffers[0].regions} == {
-        "FIFO triggers": 1_048_576, "FIFO tails": 256, "receive counters": 4_108}
+        "FIFO triggers": 2_097_152, "FIFO tails": 256, "receive counters": 4_108}
     assert rep.num_bytes == rep.num_bytes_needed
     assert all("@da914a2" in r.source for b in rep.buffers for r in b.regions)
 
@@ -267,7 +280,7 @@ def test_placement(platform, nic, rdma_in_host, atomic_in_host):
     assert ("atomic buffer" in host_regions) == atomic_in_host
     hint = 1_880_098_944
     assert rep.num_bytes == (0 if rdma_in_host else hint) + 33_554_432 + (2_112 if atomic_in_host else 84_072)
-    assert rep.host_num_bytes == (hint if rdma_in_host else 0) + 1_052_940 + (81_960 if atomic_in_host else 0)
+    assert rep.host_num_bytes == (hint if rdma_in_host else 0) + 2_101_516 + (81_960 if atomic_in_host else 0)
 
 
 # ======================================================================================
@@ -398,7 +411,7 @@ def test_json_round_trip_with_host_buffers():
     for backend in ("uccl-ep", "uccl-ll"):
         rep = report(plan(nic="efa"), backend)
         data = json.loads(json.dumps(report_to_dict(rep)))
-        assert data["host_num_bytes"] == rep.host_num_bytes == 1_134_900
+        assert data["host_num_bytes"] == rep.host_num_bytes == 2_183_476
         assert report_from_dict(data) == rep
 
 
@@ -416,7 +429,7 @@ def test_sweep_rows():
 def test_cli_hint_and_strict(capsys):
     code, out, err = run(capsys, "hint", "--backend", "uccl-ll", "--ranks", "16", "--tokens", "128", "--topk", "8")
     assert code == 0 and err == ""
-    for text in ("1,880,098,944", "pinned host memory", "Total host allocation:   1,052,940 B",
+    for text in ("1,880,098,944", "pinned host memory", "Total host allocation:   2,101,516 B",
                  "uccl-ll.deepep-layout"):
         assert text in out
     code, _, _ = run(capsys, "hint", "--backend", "uccl-ll", "--device", "mi300x", "--strict")

@@ -8,7 +8,7 @@ A Python ``deep_ep.Buffer`` of UCCL-EP (``ep/bench/buffer.py:76-222``) allocates
   registration probe, where it is pinned host memory (``uccl_ep.cc:294-304``);
 * ``ep.get_num_proxy_threads()`` = ``kNumProxyThs`` = 4 **proxies** (``ep/bench/utils.py:627-645``,
   ``ep/include/common.hpp:69``), each with ``kChannelPerProxy`` = 8 **FIFOs** of ``kQueueSize``
-  = 2,048 16-byte triggers (``ep/src/uccl_proxy.cpp:32-45``): the triggers and the tail in
+  = 2,048 32-byte triggers (``ep/src/uccl_proxy.cpp:32-45``): the triggers and the tail in
   pinned host memory, the head and the tail cache on the device (``ep/src/fifo.cpp:13-26``);
 * the proxy of thread 0 allocates the **atomic buffer**, ``kAtomicBufferSize`` = 81,960 B
   (``uccl_proxy.cpp:67-100``): device memory on ROCm and on verbs NICs with native atomics,
@@ -28,7 +28,7 @@ requests; the driver rounds each allocation up to its own granularity.
 from __future__ import annotations
 
 from ...report import Buffer, Region
-from ...units import MiB, format_int
+from ...units import MiB, align, format_int
 from .._cstruct import struct_size
 from . import _deepep
 from .low_latency import K_ATOMIC_BUFFER_SIZE, NUM_BUFFER_ALIGNMENT_BYTES
@@ -41,7 +41,31 @@ __all__ = ["K_NUM_PROXY_THS", "K_CHANNEL_PER_PROXY", "K_QUEUE_SIZE", "PROXY_TRIG
 K_NUM_PROXY_THS = 4  # kNumProxyThs (ep/include/common.hpp:69); ep.get_num_proxy_threads() (uccl_ep.cc:2394)
 K_CHANNEL_PER_PROXY = 8  # kChannelPerProxy (common.hpp:68): FIFOs per proxy
 K_QUEUE_SIZE = 2048  # kQueueSize (common.hpp:62): triggers per FIFO
-PROXY_TRIGGER_BYTES = 16  # union alignas(16) ProxyTrigger { uint64_t fst, snd; } (ep/include/fifo_device.hpp:27-49)
+
+
+def _bitfield_words(widths: list[int], unit_bits: int = 64) -> int:
+    """Storage units a run of ``uint64_t`` bit-fields takes, as GCC/Clang lay them out (Itanium
+    ABI): a field goes into the current unit when it fits, else starts the next one; an unnamed
+    zero-width field closes the current unit, so the next field starts a new one."""
+    words, used = 1, 0
+    for width in widths:
+        if width == 0:
+            if used:
+                words, used = words + 1, 0
+            continue
+        if used + width > unit_bits:
+            words, used = words + 1, 0
+        used += width
+    return words if used else words - 1
+
+
+#: ``union alignas(16) ProxyTrigger`` (``ep/include/fifo_device.hpp:27-49`` @ da914a2): the
+#: ``{fst, snd}`` view is 16 B, but the ``fields`` view's second word holds dstOffset 32 +
+#: 2 x memory id 9 + type 3 + semaphoreId 10 = 63 bits, so the padding field
+#: ``64 - 32 - 9 - 9 - 3 - 10 - 1`` is zero-width and pushes ``reserved : 1`` into a third word:
+#: 24 B, which ``alignas(16)`` rounds to 32 (a C++ compiler says ``sizeof(ProxyTrigger) == 32``).
+PROXY_TRIGGER_FIELD_BITS = [32, 32, 64 - 32 - 32, 32, 9, 9, 3, 10, 64 - 32 - 9 - 9 - 3 - 10 - 1, 1]
+PROXY_TRIGGER_BYTES = align(max(2 * 8, 8 * _bitfield_words(PROXY_TRIGGER_FIELD_BITS)), 16)
 NUM_WORKSPACE_BYTES = 32 * MiB  # NUM_WORKSPACE_BYTES (ep/include/ep_configs.cuh:7)
 NUM_MAX_LOCAL_EXPERTS = 1024  # NUM_MAX_LOCAL_EXPERTS (ep_configs.cuh:8; uccl_ep.cc:48)
 UINT64_BYTES = 8
