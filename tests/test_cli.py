@@ -70,7 +70,8 @@ def test_layout_json_mismatch(capsys):
         (["hint", "--ranks", "x"], "--ranks: 'x' is not an integer"),
         (["hint", "--ranks", "0"], "--ranks: 0 is out of range"),
         (["hint", "--ranks", "-3"], "--ranks"),
-        (["hint", "--topk", "300000000"], "--topk (num_topk) = 300000000: the dispatch record of"),
+        (["hint", "--topk", "300000000", "--experts", "300000000"], "--topk (num_topk) = 300000000: the dispatch record of"),
+        (["hint", "--topk", "9", "--experts", "8"], "--topk (num_topk) = 9: allowed 0..8: each token picks"),
         (["hint", "--hidden", "3000000000"], "--hidden (hidden) = 3000000000"),
         (["hint", "--tokens", "1.5"], "--tokens: '1.5' is not an integer"),
         (["hint", "--backend", "nope"], "invalid choice: 'nope'"),
@@ -108,7 +109,7 @@ def test_no_command_prints_help(capsys):
     [
         (["--backend", "deepep-v2", "--hidden", "7001"], "must be a multiple of 32"),
         (["--backend", "deepep-v2", "--deepep-version", "bogus"], "--backend-version (version) = 'bogus'"),
-        (["--backend", "deepep-v1", "--ranks", "3", "--experts", "3"], "--ranks (num_ranks) = 3"),
+        (["--backend", "deepep-v1", "--ranks", "3", "--experts", "3", "--topk", "3"], "--ranks (num_ranks) = 3"),
         (["--backend", "deepep-v1", "--num-sms", "21"], "--num-sms (num_sms) = 21: must be even"),
         (["--backend", "deepep-ll", "--deepep-version", "ll9"], "--backend-version (version) = 'll9'"),
         (["--model", "no-such-model"], "--model (model) = 'no-such-model': unknown"),

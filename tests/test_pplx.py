@@ -346,3 +346,16 @@ def test_cli_compare_fit_sweep(capsys):
 def test_cli_bad_input_is_one_line_exit_2(capsys, argv, text):
     code, out, err = run_main(capsys, "hint", "--backend", "pplx", "--ranks", "16", *argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and text in err
+
+
+@pytest.mark.parametrize("fn", ["internode_allocations", "intranode_allocations"])
+def test_zero_experts_is_upstreams_trap_not_a_size(fn):
+    """Issue 21: upstream traps on ``numLocalExperts != 0`` (all_to_all.cpp:37); epbuf refuses
+    the same arguments, and the limit table lists the broken limit."""
+    from epbuf.backends.pplx import limits, sizes
+    with pytest.raises(InvalidArgumentError, match=r"numLocalExperts .* is 0.*all_to_all.cpp:37"):
+        getattr(sizes, fn)(128, 0, 8, 8, 1, 7168, 7168, 0)
+    with pytest.raises(InvalidArgumentError, match="all_to_all.cpp:37"):
+        sizes.num_local_experts(1 << 32, 8)
+    rows = {row[0]: row for row in limits.limit_rows("internode", 128, 0, 16, 1, 7168, 7168, 0, 8)}
+    assert rows["numLocalExperts (ceil(num_experts / world_size))"][4] is False

@@ -271,6 +271,12 @@ def plan_from_args(args: argparse.Namespace):
     from ._library_options import library_fields
 
     shape = shape_from_args(args)
+    if shape["num_topk"] > shape["num_experts"] >= 1:
+        from ..errors import InvalidArgumentError, Problem
+
+        raise InvalidArgumentError([Problem("num_topk", shape["num_topk"], (
+            f"allowed 0..{shape['num_experts']}: each token picks num_topk distinct experts of "
+            f"--experts {shape['num_experts']} (torch.topk refuses k > n)"))])
     num_ranks, num_ranks_per_node = topology_from_args(args)
     return Plan(
         hidden=shape["hidden"],

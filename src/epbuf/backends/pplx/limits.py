@@ -24,6 +24,8 @@ _SRC_SCALE16 = f"{src(BASE, '33')} PPLX_ASSERT(hiddenDimScaleBytes % 16 == 0)"
 _SRC_SCALE_LE = f"{src(BASE, '39')} PPLX_ASSERT(hiddenDimScaleBytes <= hiddenDimBytes)"
 _SRC_EXPERTS = (f"{src(BASE, '21')} numLocalExperts = ceil_div(numExperts, worldSize), but the kernels use "
                 f"numExperts / worldSize ({INTER_DISPATCH}:56, {INTRA_DISPATCH}:58, {INTER_COMBINE}:43, {INTRA_COMBINE}:48)")
+_SRC_LOCAL = (f"{src(BASE, '21,37')} numLocalExperts = ceil_div<uint32_t>(numExperts, worldSize); "
+              f"PPLX_ASSERT(numLocalExperts != 0, \"numLocalExperts is 0\")")
 _SRC_VEC8 = (f"{src(INTER_COMBINE, '110-133')} / {INTRA_COMBINE}:142-167: each thread reduces 8 consecutive "
              f"elements (VEC_SIZE = 8) up to j < hiddenDim, so a hidden size that is not a multiple of 8 reads and "
              f"writes past the token")
@@ -38,8 +40,9 @@ def limit_rows(kernel: str, max_num_tokens: int, num_experts: int, world_size: i
                hidden_dim_bytes: int, hidden_dim_scale_bytes: int, ranks_per_node: int) -> tuple:
     """Every limit of an ``AllToAll.<kernel>`` with these arguments, as rows."""
     groups = -(-world_size // dp_size)
-    local = -(-num_experts // world_size)
+    local = -(-(num_experts % (1 << 32)) // world_size)  # ceil_div<uint32_t>: numExperts taken mod 2^32
     rows = [
+        ("numLocalExperts (ceil(num_experts / world_size))", local, ">=", 1, local >= 1, _SRC_LOCAL, "host"),
         ("world_size % dp_size", world_size % dp_size, "==", 0, world_size % dp_size == 0, _SRC_DP_DIV, "host"),
         ("DP groups (world_size / dp_size)", groups, ">=", 2, groups >= 2, _SRC_DP_GROUPS, "host"),
         ("hidden_dim_bytes % 16", hidden_dim_bytes % 16, "==", 0, hidden_dim_bytes % 16 == 0, _SRC_HIDDEN16, "host"),

@@ -16,7 +16,7 @@ buffers are sized for float32, "to accommodate all possible data types", ``INTER
 
 from __future__ import annotations
 
-from ...errors import check_int
+from ...errors import InvalidArgumentError, Problem, check_int
 from ...units import INT64_MAX, align, ceil_div, format_int
 from .versions import INTER, INTRA, src
 
@@ -63,9 +63,15 @@ def per_token_bytes(hidden_dim_bytes: int, hidden_dim_scale_bytes: int) -> int:
 
 def num_local_experts(num_experts: int, world_size: int) -> int:
     """``numLocalExperts = ceil_div<uint32_t>(numExperts, worldSize)`` (``BASE:21``); the
-    kernels divide without rounding (``numExperts / worldSize``)."""
+    kernels divide without rounding (``numExperts / worldSize``). Zero (``num_experts`` 0, or a
+    multiple of 2^32, which the ``uint32_t`` conversion wraps to 0) is refused: the constructor
+    traps on ``PPLX_ASSERT(numLocalExperts != 0, "numLocalExperts is 0")`` (``BASE:37``)."""
     _count("num_experts", num_experts)
     _divisor("world_size", world_size)
+    if num_experts % (1 << 32) == 0:
+        raise InvalidArgumentError([Problem(
+            "num_experts", num_experts, "numLocalExperts = ceil_div<uint32_t>(num_experts, world_size) is 0, where "
+            "upstream traps (csrc/all_to_all/all_to_all.cpp:37 @12cecfd, \"numLocalExperts is 0\"); allowed >= 1")])
     return ceil_div(num_experts, world_size)
 
 
