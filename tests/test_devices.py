@@ -7,6 +7,7 @@ bytes); the byte column repeats that table's arithmetic so a typo in either plac
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -149,8 +150,8 @@ def test_unknown_device_suggests():
         ("80gb", 80 * 10**9),
         ("1.5GiB", 1_610_612_736),
         ("3e9", 3_000_000_000),
-        ("1024", 1024),
-        ("1", 1),
+        ("1024B", 1024),
+        ("1048576", 1 << 20),
         ("64TiB", 64 << 40),
     ],
 )
@@ -187,3 +188,14 @@ def test_parse_capacity_rejects(text, why):
 def test_mib_capacities_round_trip(mib):
     """Invariant: an nvidia-smi figure ``N MiB`` parses to exactly ``N * 2**20`` bytes."""
     assert parse_capacity(f"{mib}MiB") == mib * MiB
+
+
+def test_unitless_hbm_is_refused_with_the_units_it_may_mean(capsys):
+    """Issue 21: ``hint --hbm 80`` read 80 bytes ("445644800.00 % DOES NOT FIT")."""
+    from _cli_run import run_cli
+
+    code, out, err = run_cli(capsys, "hint", "--hbm", "80")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--hbm (hbm) = '80': 80 bytes is no device memory" in err and "80GB or 80GiB" in err
+    code, out, _ = run_cli(capsys, "hint", "--hbm", "3e10", "--json")
+    assert code == 0 and json.loads(out)["device"]["num_bytes"] == 30_000_000_000

@@ -246,6 +246,9 @@ def get_device(name: str) -> DeviceSpec:
     return _lookup(DEVICES, _DEVICE_INDEX, name, "device", "or give the capacity with --hbm SIZE")
 
 
+#: A unitless ``--hbm`` below this is refused as a forgotten unit (no device has under 1 MiB).
+MIN_UNITLESS_CAPACITY = 1 << 20
+
 _CAPACITY_FORMS = (
     "use a positive number with a unit B, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB "
     "(powers of 1000), e.g. 96GiB, 143771MiB, or name the device with --device"
@@ -254,6 +257,9 @@ _CAPACITY_FORMS = (
 
 def parse_capacity(text: str) -> int:
     """Bytes of device memory given as ``--hbm``: ``"96GiB"``, ``"143771MiB"``, ``"141GB"``.
+
+    A plain number is bytes (``3e10``); one under :data:`MIN_UNITLESS_CAPACITY` (1 MiB) is
+    refused, naming the GB and GiB readings, since ``--hbm 80`` means 80 GB, not 80 bytes.
 
     Units as :func:`epbuf.units.parse_bytes`: ``GB`` is 10^9 bytes, ``GiB`` 2^30 — note
     that vendor labels are neither (H200 "141 GB" is 140.40 GiB); ``--device`` gives the
@@ -275,4 +281,9 @@ def parse_capacity(text: str) -> int:
         raise InvalidArgumentError([Problem("hbm", text, f"{why}; {_CAPACITY_FORMS}")]) from None
     if num_bytes <= 0:
         raise InvalidArgumentError([Problem("hbm", text, f"must be more than 0 bytes; {_CAPACITY_FORMS}")])
+    if num_bytes < MIN_UNITLESS_CAPACITY and text.strip().replace(".", "", 1).isdigit():
+        number = text.strip()
+        raise InvalidArgumentError([Problem("hbm", text, (
+            f"{number} bytes is no device memory (a unitless size under 1 MiB): "
+            f"did you mean {number}GB or {number}GiB?"))])
     return num_bytes

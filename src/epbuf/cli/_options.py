@@ -51,7 +51,8 @@ def add_device_options(group) -> None:
                         help="a device preset (epbuf devices lists them), e.g. h200; without --backend it "
                              "chooses the backend (NVIDIA: deepep-v2, Ascend: ascend, AMD: mori-ep)")
     device.add_argument("--hbm", metavar="SIZE", type=nonempty_arg("a byte size, e.g. 96GiB"),
-                        help="device memory, e.g. 96GiB, 80GB, 3e10")
+                        help="device memory, e.g. 96GiB, 80GB, 3e10 (a plain number is bytes; under 1 MiB it is "
+                             "refused as a forgotten unit)")
 
 
 def add_plan_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
