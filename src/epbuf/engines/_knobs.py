@@ -315,10 +315,13 @@ def resolve_settings(knobs: tuple[Knob, ...], flags: dict | None, env: dict | No
     for name, raw in (env or {}).items():
         knob = by_env.get(name)
         if knob is None:
+            from .._names import closest
+
             known = ", ".join(sorted(by_env))
+            near = closest(name, by_env)
             problems.append(EngineProblem(f"--env {name}", raw,
                                           f"not an environment variable epbuf models for engine {engine}; "
-                                          f"known: {known}"))
+                                          + (f"did you mean {near}? " if near else "") + f"known: {known}"))
             continue
         given_env[knob.name] = (knob, raw)
     settings: dict[str, Setting] = {}

@@ -1,0 +1,37 @@
+"""Issue 21: wrong or silent answers and misleading lines of the command line, each through
+the exact input the issue names."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from _cli_run import run_cli  # tests/_cli_run.py (conftest puts tests/ on the path)
+
+
+def one_line_error(capsys, *argv) -> str:
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, (code, out, err)
+    return err
+
+
+def test_hint_refuses_a_misspelt_env_name_with_a_suggestion(capsys):
+    err = one_line_error(capsys, "hint", "--backend", "mori-ep", "--env", "MORI_SHMEM_HEAP_SZE=8G")
+    assert "--env (env) = 'MORI_SHMEM_HEAP_SZE=8G': not a variable mori-ep reads" in err
+    assert "did you mean MORI_SHMEM_HEAP_SIZE?" in err
+
+
+def test_hint_refuses_an_env_name_of_another_backend(capsys):
+    err = one_line_error(capsys, "hint", "--backend", "pplx", "--env", "MORI_SHMEM_HEAP_SIZE=8G")
+    assert "only mori-ep reads MORI_SHMEM_HEAP_SIZE" in err
+
+
+def test_hint_reads_a_correct_env_name(capsys):
+    code, out, _ = run_cli(capsys, "hint", "--backend", "mori-ep", "--env", "MORI_SHMEM_HEAP_SIZE=8G", "--json")
+    assert code == 0 and json.loads(out)["inputs"]["MORI_SHMEM_HEAP_SIZE"] == "8G"
+
+
+def test_engine_suggests_the_nearest_env_name(capsys):
+    err = one_line_error(capsys, "engine", "vllm", "--env", "VLLM_DEEPEP_BUFER_SIZE_MB=1024")
+    assert "did you mean VLLM_DEEPEP_BUFFER_SIZE_MB?" in err
