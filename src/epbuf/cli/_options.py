@@ -216,8 +216,9 @@ def _env_name_problems(items: list[str], backends: tuple[str, ...]) -> list:
     read = sorted(name for name, readers in ENV_READERS.items() if any(b in readers for b in backends))
     problems = []
     for item in items:
-        name = item.partition("=")[0].strip()
-        if not name or name in read or not any(b in r for r in ENV_READERS.values() for b in backends):
+        name, sep, _ = item.partition("=")
+        name = name.strip()
+        if not sep or not name or name in read or not any(b in r for r in ENV_READERS.values() for b in backends):
             continue  # malformed (env_pairs names it), read, or --env refused as a whole above
         near = closest(name, ENV_READERS)
         hint = f"did you mean {near}? " if near else ""
