@@ -78,8 +78,9 @@ def test_compare_marks_the_backends_that_cannot_run_on_the_device(capsys):
 
 
 def test_fit_marks_the_backends_that_cannot_run_on_the_device(capsys):
-    code, out, _ = run(capsys, "fit", "--model", "deepseek-v3", "--ranks", "16", "--device", "910b", "--json")
-    assert code == 0 and json.loads(out)["device"]["runs_on"]["deepep-v2"] is False
+    code, out, _ = run(capsys, "fit", "--model", "deepseek-v3", "--ranks", "16", "--device", "910b",
+                       "--backends", "ascend,deepep-v2", "--json")
+    assert code == 0 and json.loads(out)["device"]["runs_on"] == {"ascend": True, "deepep-v2": False}
 
 
 def test_simulate_follows_the_device_too(capsys):

@@ -35,3 +35,27 @@ def test_hint_reads_a_correct_env_name(capsys):
 def test_engine_suggests_the_nearest_env_name(capsys):
     err = one_line_error(capsys, "engine", "vllm", "--env", "VLLM_DEEPEP_BUFER_SIZE_MB=1024")
     assert "did you mean VLLM_DEEPEP_BUFFER_SIZE_MB?" in err
+
+
+def test_fit_on_mi355x_says_the_mori_heap_binds_and_what_to_set(capsys):
+    code, out, _ = run_cli(capsys, "fit", "--device", "mi355x", "--backends", "mori-ep", "--budget", "3.2GB",
+                           "--json")
+    result = json.loads(out)["results"]["mori-ep"]
+    assert code == 0 and result["value"] is None
+    assert "static heap is reserved whole" in result["advice"] and "MORI_SHMEM_HEAP_SIZE=2990M" in result["advice"]
+    assert "up to 12,466 tokens" in result["reason"]
+    # the advice holds: with that heap, 12,466 tokens fit the same budget
+    code, out, _ = run_cli(capsys, "fit", "--device", "mi355x", "--backends", "mori-ep", "--budget", "3.2GB",
+                           "--env", "MORI_SHMEM_HEAP_SIZE=2990M", "--json")
+    assert json.loads(out)["results"]["mori-ep"]["value"] == 12_466
+
+
+def test_fit_on_mi355x_lists_only_the_backends_that_run_there(capsys):
+    code, out, _ = run_cli(capsys, "fit", "--device", "mi355x")
+    assert code == 0 and "not on AMD Instinct MI355X" not in out
+    assert "mori-ep" in out and "deepep-v2" not in out and "ascend" not in out
+
+
+def test_fit_with_ranks_and_tokens_does_not_drop_tokens(capsys):
+    err = one_line_error(capsys, "fit", "--ranks", "16", "--tokens", "256")
+    assert "--tokens (num_max_tokens_per_rank) = 256: fit solves for the tokens per rank" in err

@@ -51,6 +51,9 @@ class FitResult(Record):
             searched (DeepEP V1 normal mode does not depend on the token count).
         binding_region: at ``value``, the region that sets the size of the largest buffer
             (the term that grows into the budget).
+        advice: a setting that would let more fit, in one sentence (mori-ep's static heap,
+            reserved whole: the ``MORI_SHMEM_HEAP_SIZE`` sized to the handle and the tokens it
+            then allows), else ``""``.
     """
 
     backend: str
@@ -66,6 +69,7 @@ class FitResult(Record):
     constant_failures: tuple = ()
     independent: bool = False
     binding_region: str = ""
+    advice: str = ""
 
 
 def _check_arguments(plan: object, backend: object, budget: object, bound_name: str, bound: object) -> None:
@@ -129,7 +133,47 @@ def fit_tokens(plan: Plan, backend: str, budget: int, max_tokens: int = INT32_MA
     if value == max_tokens and isinstance(last, Report) and last.num_bytes == first.num_bytes:
         result = result.replace(independent=True, reason=f"any: the allocation ({first.num_bytes:,} B) does not "
                                                          f"depend on {variable}")
+    if backend == "mori-ep" and (value is None or result.binding.startswith("symmetric heap usage")):
+        result = _mori_heap_advice(plan, budget, max_tokens, constant, result)
     return result
+
+
+def _mori_heap_advice(plan: Plan, budget: int, max_tokens: int, constant: frozenset, result: FitResult) -> FitResult:
+    """Where MORI's static heap binds (reserved whole at init: ``MORI_SHMEM_HEAP_SIZE``, default
+    4 GiB, ``src/shmem/init.cpp:219-240 @624002c``): the largest token count whose allocation fits
+    ``budget`` with the heap set to the whole MiB its symmetric buffers need (``ParseSizeString``
+    reads ``M``), and that setting, in ``result.advice`` and its reason."""
+    from .backends import mori_ep
+    from .units import MiB, ceil_div, format_bytes
+
+    settings = mori_ep.shmem_settings(plan)
+    if settings.comm != "shmem" or settings.shmem_mode != "static_heap":
+        return result
+    heap_limit = "symmetric heap usage (bytes, MORI_SHMEM_HEAP_SIZE)"
+
+    def sized(tokens: int) -> tuple[int, Report | EpbufError]:
+        rep = _evaluate(plan, "mori-ep", {"num_max_tokens_per_rank": tokens})
+        if isinstance(rep, EpbufError):
+            return 0, rep
+        usage, local = rep.quantity("symmetric_usage_num_bytes"), rep.quantity("local_num_bytes")
+        return ceil_div(usage, MiB), rep
+
+    def fits(tokens: int) -> bool:
+        mib, rep = sized(tokens)
+        return (isinstance(rep, Report) and _broken(rep) - {heap_limit} <= constant
+                and mib * MiB + rep.quantity("local_num_bytes") <= budget)
+
+    best = largest_true(1, max_tokens, fits)
+    heap = f"the MORI-shmem static heap is reserved whole ({format_bytes(settings.heap_num_bytes)}, " \
+           "MORI_SHMEM_HEAP_SIZE, default 4 GiB)"
+    if best is None:
+        advice = f"{heap}; even sized to the handle, 1 token does not fit the budget"
+    elif result.value is not None and best <= result.value:
+        return result
+    else:
+        advice = (f"{heap} and binds: with --env MORI_SHMEM_HEAP_SIZE={sized(best)[0]}M, up to {best:,} tokens "
+                  "per rank fit the budget")
+    return result.replace(advice=advice, reason=f"{result.reason}; {advice}")
 
 
 def fit_ranks(plan: Plan, backend: str, budget: int, max_ranks: int = MAX_RANKS_SEARCHED) -> FitResult:

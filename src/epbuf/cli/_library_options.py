@@ -11,7 +11,7 @@ import argparse
 
 from ._types import int_arg, nonempty_arg
 
-__all__ = ["add_library_options", "library_fields"]
+__all__ = ["add_library_options", "library_fields", "ENV_READERS", "env_name_problems"]
 
 
 def add_library_options(p: argparse.ArgumentParser) -> None:
@@ -85,3 +85,35 @@ def env_pairs(items: list[str], argument: str = "env") -> tuple:
             raise InvalidArgumentError([Problem(argument, item, "use NAME=VALUE, e.g. --env MORI_SHMEM_HEAP_SIZE=8G")])
         pairs.append((name.strip(), value))
     return tuple(pairs)
+
+
+#: The environment variables each backend's model reads (``--env NAME=VALUE``): mori-ep's
+#: ``epbuf.backends.mori_ep.env``, pplx's ``NVSHMEM_SYMMETRIC_SIZE``.
+ENV_READERS = {
+    "MORI_SHMEM_HEAP_SIZE": ("mori-ep",), "MORI_SHMEM_MODE": ("mori-ep",), "MORI_EP_COMM": ("mori-ep",),
+    "MORI_FP8_COMBINE_SCALE_DIM": ("mori-ep",), "NVSHMEM_SYMMETRIC_SIZE": ("pplx",),
+}
+
+
+def env_name_problems(items: list[str], backends: tuple[str, ...]) -> list:
+    """A problem for each ``--env NAME=...`` whose NAME none of ``backends`` reads: a typo gets
+    the nearest name (``MORI_SHMEM_HEAP_SZE`` -> ``MORI_SHMEM_HEAP_SIZE``), as ``engine`` refuses
+    names it does not model."""
+    from .._names import closest
+    from ..errors import Problem
+
+    read = sorted(name for name, readers in ENV_READERS.items() if any(b in readers for b in backends))
+    problems = []
+    for item in items:
+        name, sep, _ = item.partition("=")
+        name = name.strip()
+        if not sep or not name or name in read or not any(b in r for r in ENV_READERS.values() for b in backends):
+            continue  # malformed (env_pairs names it), read, or --env refused as a whole above
+        near = closest(name, ENV_READERS)
+        hint = f"did you mean {near}? " if near else ""
+        if name in ENV_READERS:
+            what = f"only {', '.join(ENV_READERS[name])} reads {name}; "
+        else:
+            what = f"not a variable {'/'.join(backends)} reads; {hint}"
+        problems.append(Problem("env", item, what + "known: " + ", ".join(read)))
+    return problems

@@ -198,38 +198,6 @@ def _given(value: object) -> bool:
     return value is not None and value != []
 
 
-#: The environment variables each backend's model reads (``--env NAME=VALUE``): mori-ep's
-#: ``epbuf.backends.mori_ep.env``, pplx's ``NVSHMEM_SYMMETRIC_SIZE``.
-ENV_READERS = {
-    "MORI_SHMEM_HEAP_SIZE": ("mori-ep",), "MORI_SHMEM_MODE": ("mori-ep",), "MORI_EP_COMM": ("mori-ep",),
-    "MORI_FP8_COMBINE_SCALE_DIM": ("mori-ep",), "NVSHMEM_SYMMETRIC_SIZE": ("pplx",),
-}
-
-
-def _env_name_problems(items: list[str], backends: tuple[str, ...]) -> list:
-    """A problem for each ``--env NAME=...`` whose NAME none of ``backends`` reads: a typo gets
-    the nearest name (``MORI_SHMEM_HEAP_SZE`` -> ``MORI_SHMEM_HEAP_SIZE``), as ``engine`` refuses
-    names it does not model."""
-    from .._names import closest
-    from ..errors import Problem
-
-    read = sorted(name for name, readers in ENV_READERS.items() if any(b in readers for b in backends))
-    problems = []
-    for item in items:
-        name, sep, _ = item.partition("=")
-        name = name.strip()
-        if not sep or not name or name in read or not any(b in r for r in ENV_READERS.values() for b in backends):
-            continue  # malformed (env_pairs names it), read, or --env refused as a whole above
-        near = closest(name, ENV_READERS)
-        hint = f"did you mean {near}? " if near else ""
-        if name in ENV_READERS:
-            what = f"only {', '.join(ENV_READERS[name])} reads {name}; "
-        else:
-            what = f"not a variable {'/'.join(backends)} reads; {hint}"
-        problems.append(Problem("env", item, what + "known: " + ", ".join(read)))
-    return problems
-
-
 def check_backend_options(args: argparse.Namespace, backends: tuple[str, ...], why: str = "",
                           can_choose: bool = True) -> None:
     """Refuse, in one line, the options none of ``backends`` reads (``--no-hybrid`` with
@@ -252,7 +220,9 @@ def check_backend_options(args: argparse.Namespace, backends: tuple[str, ...], w
         verb = "reads" if len(readers) == 1 else "read"
         choose = f" or choose one of them with --backend{'s' if len(backends) > 1 else ''}" if can_choose else ""
         problems.append(Problem(dest, shown, f"only {', '.join(readers)} {verb} {option}; {where}: remove it{choose}"))
-    problems += _env_name_problems(getattr(args, "env", None) or [], backends)
+    from ._library_options import env_name_problems
+
+    problems += env_name_problems(getattr(args, "env", None) or [], backends)
     packs = getattr(args, "sf_packs", None)
     if packs is not None and "ascend" in backends:
         if not getattr(args, "fp8", True):

@@ -23,7 +23,8 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("--budget", metavar="SIZE",
                    help="memory granted per device, e.g. 8GiB, 4G, 512MiB, 3e9, or 25%% of --device / --hbm "
                         f"(default with --device / --hbm: {DEFAULT_BUDGET_PERCENT}%%)")
-    p.add_argument("--backends", type=BACKENDS_ARG, help="comma-separated subset (default: all)")
+    p.add_argument("--backends", type=BACKENDS_ARG,
+                   help="comma-separated subset (default: all that run on --device; all without it)")
     p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.fit/1)")
     add_wide_option(p)
     p.set_defaults(run=run)
@@ -52,13 +53,22 @@ def run(args: argparse.Namespace) -> int:
     from ..fit import fit_ranks, fit_tokens
     from ..placement import runs_on
 
+    by_ranks = args.tokens is not None and args.ranks is None and args.nodes is None
+    if args.tokens is not None and not by_ranks:
+        from ..errors import InvalidArgumentError, Problem
+
+        given = "--ranks" if args.ranks is not None else "--nodes"
+        raise InvalidArgumentError([Problem("num_max_tokens_per_rank", args.tokens, (
+            f"fit solves for the tokens per rank, or with --tokens and no --ranks/--nodes for the EP size; "
+            f"with {given} too there is nothing to solve: drop one, or size the plan with epbuf hint"))])
     names = chosen_backends(args.backends)
-    check_backend_options(args, names)
     capacity = device_from_args(args)
     device = device_spec_from_args(args)
+    if device is not None and not args.backends:  # the default list: only what runs on the device
+        names = tuple(n for n in names if runs_on(n, device.vendor))
+    check_backend_options(args, names)
     budget, note = _budget(args, capacity)
     plan = plan_from_args(args)
-    by_ranks = args.tokens is not None and args.ranks is None and args.nodes is None
     results = {}
     for name in names:
         try:

@@ -448,6 +448,7 @@ async function update(gen) {
     // --device` does, and says so in budget_note.
     const fitParams = planParams(state, { backend: false });
     fitParams.set('backends', backend);
+    fitParams.delete('tokens');  // fit solves for the tokens per rank (with --tokens it refuses --ranks)
     if (state.budget) fitParams.set('budget', state.budget);
     const fitWanted = Boolean(state.budget || hint.data.device);
     const sweepParams = new URLSearchParams();
