@@ -59,3 +59,16 @@ def test_fit_on_mi355x_lists_only_the_backends_that_run_there(capsys):
 def test_fit_with_ranks_and_tokens_does_not_drop_tokens(capsys):
     err = one_line_error(capsys, "fit", "--ranks", "16", "--tokens", "256")
     assert "--tokens (num_max_tokens_per_rank) = 256: fit solves for the tokens per rank" in err
+
+
+def test_engine_reads_a_budget_share_and_over_budget_is_an_error_as_in_hint(capsys):
+    code, out, _ = run_cli(capsys, "engine", "vllm", "--device", "h200", "--budget", "10%", "--json")
+    assert code == 0 and json.loads(out)["budget"] == 150_754_820_096 // 10
+    code, out, _ = run_cli(capsys, "engine", "vllm", "--device", "h200", "--budget", "0.1%", "--json")
+    data = json.loads(out)
+    over = [f for f in data["report"]["findings"] if f["code"].endswith("over-budget")]
+    assert data["fits_budget"] is False and [f["severity"] for f in over] == ["error"]
+    code, out, _ = run_cli(capsys, "hint", "--device", "h200", "--budget", "0.1%", "--json")
+    assert [f["severity"] for f in json.loads(out)["findings"] if "budget" in f["code"]] == ["error"]
+    code, _, _ = run_cli(capsys, "engine", "vllm", "--device", "h200", "--budget", "0.1%", "--strict")
+    assert code == 1

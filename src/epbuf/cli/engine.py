@@ -22,8 +22,9 @@ import argparse
 import sys
 
 from ._options import (
-    Parser, RawDescriptionFormatter, add_device_options, add_model_options, add_wide_option, device_from_args,
-    device_spec_from_args, has_error_finding, int_arg, model_from_args, output_width, positive_bytes_arg, print_json,
+    Parser, RawDescriptionFormatter, add_device_options, add_model_options, add_wide_option, budget_from_args,
+    device_from_args, device_spec_from_args, has_error_finding, int_arg, model_from_args, nonempty_arg, output_width,
+    print_json,
 )
 
 from ._engine_launch import EXAMPLES, LaunchLine, parse_launch_line, unknown_options
@@ -79,8 +80,9 @@ def build_engine_parser(name: str) -> argparse.ArgumentParser:
                    type=int_arg(">= 1"), help="devices per node (default min(ranks, 8))")
     d = p.add_argument_group("device memory and planning")
     add_device_options(d)
-    d.add_argument("--budget", type=positive_bytes_arg, metavar="SIZE",
-                   help="memory these buffers may take per device, e.g. 8GiB (adds budget recommendations)")
+    d.add_argument("--budget", type=nonempty_arg("a byte size, e.g. 8GiB, or a share such as 10%"), metavar="SIZE",
+                   help="memory these buffers may take per device, e.g. 8GiB, 4G, or 10%% (of --device / --hbm); "
+                        "over it is an error finding (adds budget recommendations)")
     d.add_argument("--max-tokens-under-load", dest="max_tokens_under_load", type=int_arg(">= 1"), metavar="N",
                    help=f"most tokens one rank dispatches in one call under your load: {spec.load_help}")
     v = p.add_argument_group("versions")
@@ -176,7 +178,8 @@ def report_from_args(name: str, opts: argparse.Namespace, *, ranks_flag: str | N
         name, model=model_from_args(opts), hidden=opts.hidden, num_topk=opts.topk, num_experts=opts.experts,
         num_ranks=opts.ranks, num_nodes=opts.nodes, num_ranks_per_node=opts.gpus_per_node, flags=flags,
         env=env, version=opts.engine_version, backend_version=getattr(opts, "backend_version", None),
-        max_tokens_under_load=opts.max_tokens_under_load, budget=opts.budget, device=device_spec_from_args(opts) or device_from_args(opts),
+        max_tokens_under_load=opts.max_tokens_under_load, budget=budget_from_args(opts, device_from_args(opts)),
+        device=device_spec_from_args(opts) or device_from_args(opts),
         ranks_flag=ranks_flag or ("--ranks" if opts.ranks is not None else None), ignored=tuple(ignored),
         launch=launch is not None)
 

@@ -124,11 +124,11 @@ def topology(ctx: EngineContext, num_ranks: int) -> tuple[int, int]:
 
 
 def budget_findings(prefix: str, ctx: EngineContext, total: int, per: str = "GPU") -> list[Finding]:
-    """A ``warning`` when ``total`` bytes per device exceed ``--budget``; an ``error`` when they
-    exceed the device's memory."""
+    """An ``error`` when ``total`` bytes per device exceed ``--budget`` (as ``epbuf hint`` says it)
+    or the device's memory."""
     out = []
     if ctx.budget is not None and total > ctx.budget:
-        out.append(Finding(severity="warning", code=f"{prefix}.over-budget",
+        out.append(Finding(severity="error", code=f"{prefix}.over-budget",
                            message=f"the buffers take {format_bytes(total)} per {per}, above --budget "
                                    f"{format_bytes(ctx.budget)}", data={"num_bytes": total, "budget": ctx.budget}))
     if ctx.device_num_bytes is not None and total > ctx.device_num_bytes:
