@@ -168,7 +168,8 @@ def test_issue_12_recommendations_are_pasteable_and_match_their_findings(capsys)
                            "8192")
     assert code == 0
     what_to_set = out.split("What to set")[1]
-    assert "--max-num-batched-tokens=2304" in what_to_set and "NVSHMEM_QP_DEPTH=16386" in what_to_set
+    # one consistent set (issue 21): the QP depth for the token count recommended, not for the 8,192 set
+    assert "--max-num-batched-tokens=2304" in what_to_set and "NVSHMEM_QP_DEPTH=4610" in what_to_set
     assert not re.search(r"=\d{1,3},\d{3}", what_to_set)  # no thousands separators in values to type
     assert "set --max-num-batched-tokens=2304" in out and "set NVSHMEM_QP_DEPTH=16386" in out  # the findings say the same
     code, out, _ = run_cli(capsys, "engine", "sgl-kernel-npu", "--ranks", "16", "--deepep-mode", "low_latency",

@@ -72,3 +72,26 @@ def test_engine_reads_a_budget_share_and_over_budget_is_an_error_as_in_hint(caps
     assert [f["severity"] for f in json.loads(out)["findings"] if "budget" in f["code"]] == ["error"]
     code, _, _ = run_cli(capsys, "engine", "vllm", "--device", "h200", "--budget", "0.1%", "--strict")
     assert code == 1
+
+
+def test_engine_recommendations_compose_into_one_set(capsys):
+    """The token limit (2,304), the budget's value and NVSHMEM_QP_DEPTH for 8,192 tokens were
+    three answers; to_set is one: the budget's value and the QP depth that value needs."""
+    code, out, _ = run_cli(capsys, "engine", "vllm", "--model", "deepseek-v3", "--ranks", "16", "--device", "h200",
+                           "--budget", "10%", "--json")
+    data = json.loads(out)
+    to_set = {r["setting"]: r for r in data["to_set"]}
+    tokens = to_set["--max-num-batched-tokens"]
+    assert tokens["goal"] == "budget" and tokens["num_bytes"] <= data["budget"]
+    assert to_set["NVSHMEM_QP_DEPTH"]["value"] == (tokens["value"] + 1) * 2
+    assert sorted(to_set) == ["--max-num-batched-tokens", "NVSHMEM_QP_DEPTH"]
+    # every goal's own search is still there
+    assert {r["goal"] for r in data["recommendations"]} >= {"limit", "budget", "fix"}
+
+
+def test_sglang_without_a_load_is_not_advised_to_raise_its_token_count(capsys):
+    code, out, _ = run_cli(capsys, "engine", "sglang", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["to_set"] == []
+    code, out, _ = run_cli(capsys, "engine", "sglang")
+    assert "What to set" not in out and "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK <= 1024" in out

@@ -42,7 +42,11 @@ JSON schema ``epbuf.engine/1`` (``epbuf engine NAME --json``; stable: fields are
 ``recommendations``   ``[{setting, value, goal, num_bytes, message}]``; ``goal`` is ``load``
                       (smallest value serving ``--max-tokens-under-load``), ``budget`` (largest
                       value within ``--budget``), ``limit`` (largest value a hard limit allows)
-                      or ``fix``; ``value`` is ``null`` when nothing satisfies the goal
+                      or ``fix``; ``value`` is ``null`` when nothing satisfies the goal. Each
+                      goal is searched alone, so together they may disagree
+``to_set``            the same objects: the one consistent set to follow (one value per token
+                      count: the load's when given, else the budget's, else the limit's only when
+                      the current value is above it; a ``NVSHMEM_QP_DEPTH`` fix for that value)
 ``report``            an ``epbuf.report/1`` object: one buffer per allocation (NVL, RDMA,
                       low-latency RDMA, HCCL windows ...) with regions, formulas and sources,
                       plus ``findings`` and ``limits``

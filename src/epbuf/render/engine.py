@@ -86,12 +86,18 @@ def render_engine_report(rep, verbose: bool = False, width: int | None = None) -
                          wrap_columns=(0,), below=5))
     elif r.limits:
         out.append(f"Limits: all {len(r.limits)} hold (--verbose lists them)")
-    if rep.recommendations:
+    to_set = rep.to_set
+    bounds = [x for x in rep.recommendations if x.goal != "fix" and all(x is not y for y in to_set)]
+    for title, recs in (("What to set", to_set), ("Bounds (each goal searched alone)", bounds)):
+        if not recs:
+            continue
         out.append("")
-        out.append("What to set")
+        out.append(title)
         rows = []
-        for x in rep.recommendations:
+        for x in recs:
             value = f"{x.setting}={_setting_value(x.value)}" if x.value is not None else f"{x.setting}: none"
+            if recs is bounds and x.value is not None:  # a bound, not a value to type
+                value = f"{x.setting} {'>=' if x.goal == 'load' else '<='} {_setting_value(x.value)}"
             total = format_bytes(x.num_bytes) if x.num_bytes is not None else ""
             rows.append([value, x.goal, total, x.message])
         out.append(table(["setting", "goal", "total", "why"], rows, right={2}, width=width, below=3))
