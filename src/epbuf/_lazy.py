@@ -51,15 +51,18 @@ def optional(name: str, message: str):
         raise MissingExtraError(message) from None
 
 
-def exports(package: str, where: dict[str, str]):
+def exports(package: str, where: dict[str, str], wrap=None):
     """``(__getattr__, __dir__)`` for ``package``: each name in ``where`` is read from the
-    submodule ``where[name]`` on first use and then kept in the package's namespace."""
+    submodule ``where[name]`` on first use and then kept in the package's namespace; functions
+    pass through ``wrap`` first when given (the backends' argument guard, ``epbuf._guard``)."""
 
     def __getattr__(name: str):
         submodule = where.get(name)
         if submodule is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(module(f"{package}.{submodule}"), name)
+        if wrap is not None and type(value) is type(exports):
+            value = wrap(value)
         setattr(sys.modules[package], name, value)
         return value
 

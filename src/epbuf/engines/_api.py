@@ -7,7 +7,6 @@ from .._record import Record
 from ..errors import Checker, InvalidArgumentError, UnknownNameError
 from . import ENGINES
 from ._knobs import EngineProblem
-from ._report import compose
 
 __all__ = ["EngineSpec", "get_engine", "report"]
 
@@ -133,6 +132,8 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
         ranks_flag=ranks_flag or "num_ranks", model_notes=model_notes,
         model_block_fp8=block_fp8,
     )
+    from ._libraries import compose
+
     rep = compose(spec.recipe(ctx))
     extra = _launch_findings(engine, spec, settings, tuple(ignored), launch)
     if extra:

@@ -15,9 +15,9 @@ from ..units import INT32_MAX, format_bytes, format_int
 from .._search import largest_true
 from ._common import EngineContext
 from ._knobs import Knob
-from ._report import Recommendation
+from ._report import EngineReport, Recommendation
 
-__all__ = ["MORI_ENV_KNOBS", "PPLX_ENV_KNOBS", "library_env", "token_recommendations", "with_findings",
+__all__ = ["compose", "MORI_ENV_KNOBS", "PPLX_ENV_KNOBS", "library_env", "token_recommendations", "with_findings",
            "no_buffer_report"]
 
 _MORI = "ROCm/mori @624002c"
@@ -149,3 +149,68 @@ def with_findings(rep: Report, findings: list[Finding], limits: list | None = No
 def no_buffer_report(backend: str, title: str, upstream: str, finding: Finding) -> Report:
     """A report with no allocation and the one finding that says why."""
     return Report(backend=backend, title=title, upstream=upstream, inputs={}, buffers=(), findings=(finding,))
+
+
+_TOKEN_GOALS = ("load", "budget", "limit")
+
+
+def compose(rep: EngineReport) -> EngineReport:
+    """``rep`` with ``to_set``: one consistent set of its recommendations, one value per token count.
+
+    The recipes search each goal alone (:func:`~._libraries.token_recommendations`): the largest
+    value a limit allows, the largest within ``--budget``, the smallest serving the load. Shown side
+    by side they contradict each other, so per setting this keeps: the ``load`` value when given
+    (it is within the limit; the ``budget`` value stays beside it only when the load does not fit
+    the budget, or no value serves the load); else the ``budget`` value (the search stays within
+    the limit); else the ``limit`` value only when the current value is above it (a ceiling the
+    current value keeps is no advice to raise it). A ``NVSHMEM_QP_DEPTH`` fix computed for the
+    current token count follows the one token count recommended (dropped when the current depth
+    covers it).
+    """
+    recs = list(rep.recommendations)
+    current = {s.name: s.value for s in rep.settings}
+    by_knob: dict[str, dict[str, Recommendation]] = {}
+    for r in recs:
+        if r.goal in _TOKEN_GOALS:
+            by_knob.setdefault(r.setting, {})[r.goal] = r
+    drop: set[int] = set()
+    chosen: dict[str, int] = {}
+    for knob, goals in by_knob.items():
+        load, budget, limit = goals.get("load"), goals.get("budget"), goals.get("limit")
+        keep: list[Recommendation] = []
+        value = None
+        if load is not None:
+            keep.append(load)
+            conflict = load.value is None or (budget is not None and (budget.value is None or load.value > budget.value))
+            bound = budget if budget is not None else limit
+            if conflict and bound is not None:
+                keep.append(bound)
+            elif not conflict:
+                value = load.value
+        elif budget is not None:
+            keep.append(budget)
+            value = budget.value
+            if budget.value is None and limit is not None and _above(current.get(knob), limit.value):
+                keep.append(limit)
+        elif limit is not None and (limit.value is None or _above(current.get(knob), limit.value)):
+            keep.append(limit)
+            value = limit.value
+        drop.update(id(r) for r in goals.values() if all(r is not k for k in keep))
+        if isinstance(value, int) and value != current.get(knob):
+            chosen[knob] = value
+    out = [r for r in recs if id(r) not in drop]
+    if len(chosen) == 1 and isinstance(current.get("NVSHMEM_QP_DEPTH"), int):
+        from ._deepep import qp_depth_recommendation
+
+        (tokens,) = chosen.values()
+        depth = current["NVSHMEM_QP_DEPTH"]
+        out = [r for r in out if not (r.setting == "NVSHMEM_QP_DEPTH" and r.goal == "fix")]
+        fix = qp_depth_recommendation(depth, tokens)
+        if fix is not None:
+            out.append(fix)
+    return rep.replace(to_set=tuple(out))
+
+
+def _above(current: object, ceiling: object) -> bool:
+    """Whether a setting's ``current`` value is above ``ceiling`` (unknown: True, so the ceiling shows)."""
+    return not isinstance(current, int) or not isinstance(ceiling, int) or current > ceiling

@@ -38,6 +38,7 @@ that module needs), so ``epbuf hint --backend deepep-ll`` never imports the norm
 
 from __future__ import annotations
 
+from ..._guard import guard
 from ..._lazy import exports
 
 # module -> the public names it defines (tests/test_deepep_v1.py checks this against each __all__).
@@ -63,4 +64,5 @@ _EXPORTS = {
 }
 __all__ = [name for names in _EXPORTS.values() for name in names]
 # Each public name is loaded from its module on first use (PEP 562).
-__getattr__, __dir__ = exports(__name__, {name: module for module, names in _EXPORTS.items() for name in names})
+__getattr__, __dir__ = exports(__name__, {name: module for module, names in _EXPORTS.items() for name in names},
+                               wrap=guard)

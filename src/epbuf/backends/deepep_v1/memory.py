@@ -21,8 +21,9 @@ workspace (:mod:`epbuf.backends.uccl_ep.memory` builds its rows with these funct
 
 from __future__ import annotations
 
+from ...errors import check_int
 from ...report import Buffer, Region
-from ...units import format_int
+from ...units import INT32_MAX, format_int
 from .constants import INT_BYTES, NUM_MAX_NVL_PEERS, NUM_WORKSPACE_BYTES
 from .versions import Version
 
@@ -37,7 +38,13 @@ def nvl_metadata_regions(max_nvl_peers: int, source: str, num_fifo_slots: int = 
     """The three tables the constructor appends to the NVL allocation: barrier signals
     (``max_nvl_peers`` ints; ``num_fifo_slots`` ints of the task FIFO instead when non-zero),
     buffer pointers and barrier signal (task FIFO) pointers (``max_nvl_peers`` pointers each).
-    DeepEP: ``max_nvl_peers`` = ``NUM_MAX_NVL_PEERS`` = 8 (``BUF:101-103``); UCCL-EP: its own."""
+    DeepEP: ``max_nvl_peers`` = ``NUM_MAX_NVL_PEERS`` = 8 (``BUF:101-103``); UCCL-EP: its own.
+
+    Raises:
+        InvalidArgumentError: a count that is not an ``int`` >= 0 (``max_nvl_peers`` >= 1).
+    """
+    check_int("max_nvl_peers", max_nvl_peers, 1, INT32_MAX)
+    check_int("num_fifo_slots", num_fifo_slots, 0, INT32_MAX)
     if num_fifo_slots:
         first = Region(name="task FIFO", num_bytes=num_fifo_slots * INT_BYTES, num_bytes_used=num_fifo_slots * INT_BYTES,
                        formula=f"NUM_MAX_FIFO_SLOTS {format_int(num_fifo_slots)} x 4 B (int)", source=source)

@@ -38,3 +38,7 @@ __all__ = [
     "cco_arena_num_bytes", "cco_arena_usage", "metadata_num_bytes", "limit_rows", "plan_config",
     "report", "summarize",
 ]
+
+from ..._guard import guard_names  # noqa: E402 - after the names it wraps
+
+guard_names(globals(), __all__)

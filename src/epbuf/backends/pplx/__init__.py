@@ -27,3 +27,7 @@ __all__ = [
     "intranode_allocations", "intranode_buffer_sizes", "limit_rows", "plan_arguments", "parse_nvshmem_size",
     "report", "summarize",
 ]
+
+from ..._guard import guard_names  # noqa: E402 - after the names it wraps
+
+guard_names(globals(), __all__)

@@ -38,7 +38,20 @@ _SRC_ONE_NODE = f"{src(INTRA, '70-88')} cudaIpcOpenMemHandle: every peer buffer 
 
 def limit_rows(kernel: str, max_num_tokens: int, num_experts: int, world_size: int, dp_size: int, hidden_dim: int,
                hidden_dim_bytes: int, hidden_dim_scale_bytes: int, ranks_per_node: int) -> tuple:
-    """Every limit of an ``AllToAll.<kernel>`` with these arguments, as rows."""
+    """Every limit of an ``AllToAll.<kernel>`` with these arguments, as rows.
+
+    Raises:
+        InvalidArgumentError: a count that is not an ``int`` >= 0, or ``world_size`` /
+            ``dp_size`` below 1 (upstream divides by both).
+    """
+    from .sizes import _count, _divisor
+
+    for name, value in (("max_num_tokens", max_num_tokens), ("num_experts", num_experts), ("hidden_dim", hidden_dim),
+                        ("hidden_dim_bytes", hidden_dim_bytes), ("hidden_dim_scale_bytes", hidden_dim_scale_bytes),
+                        ("ranks_per_node", ranks_per_node)):
+        _count(name, value)
+    _divisor("world_size", world_size)
+    _divisor("dp_size", dp_size)
     groups = -(-world_size // dp_size)
     local = -(-(num_experts % (1 << 32)) // world_size)  # ceil_div<uint32_t>: numExperts taken mod 2^32
     rows = [

@@ -68,3 +68,7 @@ __all__ = [
     "summarize_normal",
     "summarize_low_latency",
 ]
+
+from ..._guard import guard_names  # noqa: E402 - after the names it wraps
+
+guard_names(globals(), __all__)
