@@ -64,11 +64,13 @@ def _topk_of_scores(rng, num_rows: int, num_items: int, k: int, score_chunk, pro
     return out
 
 
-def _weighted_subsets(rng, num_rows: int, weights, k: int, progress=None):
+def _weighted_subsets(rng, num_rows: int, weights, k: int, progress=None, log_weights=None):
     """Successive sampling without replacement in proportion to ``weights`` (Plackett-Luce):
-    the top-k of ``log(w) + Gumbel`` noise."""
+    the top-k of ``log(w) + Gumbel`` noise. ``log_weights`` gives ``log(w)`` directly instead."""
     np = numpy()
-    log_w = np.log(np.asarray(weights, dtype=np.float64)).astype(np.float32)
+    if log_weights is None:
+        log_weights = np.log(np.asarray(weights, dtype=np.float64))
+    log_w = np.asarray(log_weights, dtype=np.float64).astype(np.float32)
 
     def scores(rng, n):
         u = rng.random((n, log_w.size), dtype=np.float32)

@@ -27,8 +27,14 @@ def zipf(num_ranks: int, num_tokens, num_experts: int, num_topk: int, *, exponen
     counts = _tokens_per_rank(num_ranks, num_tokens)
     rng = _rng(seed)
     popularity = rng.permutation(num_experts)  # expert -> popularity rank (0 = most popular)
-    weights = 1.0 / (popularity + 1.0) ** float(exponent)
-    rows = _weighted_subsets(rng, num_ranks * max(counts, default=0), weights, num_topk, progress)
+    np = numpy()
+    # log(1 / (p + 1)^s) = -s log(p + 1), kept in float32's range: a large exponent gives weights
+    # that underflow (and numpy warnings on stderr); in logs only the order matters there.
+    with np.errstate(over="ignore"):
+        log_weights = -float(exponent) * np.log(popularity + 1.0)
+    np.maximum(log_weights, -1e38, out=log_weights)
+    rows = _weighted_subsets(rng, num_ranks * max(counts, default=0), None, num_topk, progress,
+                             log_weights=log_weights)
     return _finish(rows, num_ranks, counts, num_topk)
 
 
