@@ -347,7 +347,13 @@ def expert_use(report: Report, stats, expert_alignment: int = 1) -> ExpertUse:
     bound, bound_source = 0, ""
     for limit in report.limits:  # DeepEP-Ascend asserts the worst-case expanded count fits an int
         if limit.name.startswith("expanded tokens"):
-            bound, bound_source = limit.value, f"{limit.name}: {limit.source}"
+            # with expert_alignment each local expert may add (alignment - 1) rows, then the whole is
+            # aligned (DeepEP's worst case, csrc/elastic/buffer.hpp:1067-1070 @dd758ca)
+            a = expert_alignment
+            bound = -(-(limit.value + (a - 1) * per_rank) // a) * a
+            bound_source = (f"{limit.name}: {limit.source}" + (
+                f"; + (expert_alignment {a} - 1) x {per_rank} local experts, aligned to {a} "
+                "(csrc/elastic/buffer.hpp:1067-1070 @dd758ca)" if a > 1 else ""))
     return ExpertUse(
         expert_alignment=expert_alignment, experts_per_rank=per_rank,
         recv_tokens=tuple(stats.recv_tokens.tolist()), recv_selections=tuple(per_expert.sum(axis=1).tolist()),

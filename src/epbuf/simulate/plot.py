@@ -9,6 +9,20 @@ from .records import Simulation
 __all__ = ["plot_simulation"]
 
 
+def _si_unit(num_bytes: float) -> tuple[float, str]:
+    """``(scale, unit)`` of decimal byte units for ``num_bytes`` (the traffic tables' units)."""
+    for scale, unit in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if num_bytes >= scale:
+            return scale, unit
+    return 1.0, "B"
+
+
+def _si(num_bytes: float) -> str:
+    """``"1.23 MB"``, ``"512 B"``: never ``"0.00 GB"`` for kilobytes of traffic."""
+    scale, unit = _si_unit(num_bytes)
+    return f"{num_bytes:,.0f} B" if unit == "B" else f"{num_bytes / scale:.2f} {unit}"
+
+
 def plot_simulation(sim: Simulation, path: str) -> None:
     """Draw ``sim`` and write ``path`` atomically."""
     from ..io import write_atomic
@@ -28,7 +42,7 @@ def plot_simulation(sim: Simulation, path: str) -> None:
     grid = fig.add_gridspec(1, 2, width_ratios=[1.0, 1.0], wspace=0.62)
     ax = fig.add_subplot(grid[0])
     top = np.nanmax(pairs) if np.isfinite(pairs).any() else 0.0
-    scale, unit = (1e9, "GB") if top >= 1e9 else (1e6, "MB") if top >= 1e6 else (1e3, "kB")
+    scale, unit = _si_unit(top)
     cmap = plt.get_cmap("viridis").with_extremes(bad="#bdbdbd")
     image = ax.imshow(pairs / scale, cmap=cmap, interpolation="nearest", aspect="equal", vmin=0)
     bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
@@ -38,9 +52,13 @@ def plot_simulation(sim: Simulation, path: str) -> None:
         for edge in range(g, n, g):
             ax.axhline(edge - 0.5, color="white", linewidth=0.8, alpha=0.8)
             ax.axvline(edge - 0.5, color="white", linewidth=0.8, alpha=0.8)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # ranks are whole numbers
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("destination rank")
     ax.set_ylabel("source rank")
-    lines = [f"scale-up {dispatch.scaleup_bytes / 1e9:.2f} GB, scale-out {dispatch.scaleout_bytes / 1e9:.2f} GB"]
+    lines = [f"scale-up {_si(dispatch.scaleup_bytes)}, scale-out {_si(dispatch.scaleout_bytes)}"]
     if sim.times:
         t = sim.phase_time("dispatch")
         lines.append(f"~{t.seconds * 1e6:,.0f} us, bound by rank {t.rank} {t.link} {t.direction}")

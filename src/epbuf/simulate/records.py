@@ -87,8 +87,22 @@ class RegionUse(Record):
         return self.reserved_slots - self.peak_used_slots
 
     @property
+    def slot_num_bytes(self) -> int:
+        """Bytes of this use's own slots, ``rows x slots x slot_bytes``: less than ``num_bytes``
+        where the region is shared with a use of larger records (DeepEP's low-latency send buffer
+        holds dispatch and combine)."""
+        return self.rows * self.slots * self.slot_bytes
+
+    @property
+    def shared(self) -> bool:
+        """A region laid out for another use too (rings hold send and receive halves: not shared)."""
+        return self.num_bytes > self.slot_num_bytes and not self.streamed_slots
+
+    @property
     def headroom_bytes(self) -> int:
-        return self.num_bytes - self.peak_used_bytes
+        """This use's reserved slots' bytes minus the peak used bytes: the rest of a shared region
+        is laid out for the other use, so a full phase has (next to) no headroom, as its fill says."""
+        return (self.slot_num_bytes if self.shared else self.num_bytes) - self.peak_used_bytes
 
     @property
     def within(self) -> bool:

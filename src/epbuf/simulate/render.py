@@ -73,6 +73,11 @@ def render_simulation(sim: Simulation) -> str:
                    f"{format_int(u.slots)}-slot ring ({passes} pass{'es' if passes != 1 else ''}"
                    + (f", {format_int(chunks)} chunks of <= {u.chunk_slots} tokens" if u.chunk_slots else "")
                    + f"); flow control keeps at most {format_int(u.slots)} in it")
+    for u in sim.regions:
+        if u.shared:
+            out.append(f"  {u.phase} {u.region}: shared; its {format_bytes(u.num_bytes)} are laid out for the larger "
+                       f"use, this phase's {format_int(u.reserved_slots)} slots take {format_bytes(u.slot_num_bytes)} "
+                       "(headroom counts those)")
     sizes = {u.slot_bytes - u.used_slot_bytes for u in sim.regions if u.slot_bytes != u.used_slot_bytes}
     if sizes:
         out.append("  peak bytes count the records a real run writes; reserved slots are sized for the hint's "
