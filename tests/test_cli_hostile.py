@@ -301,6 +301,11 @@ def test_npy_whose_header_promises_more_than_the_file_holds(capsys, tmp_path):
     np.save(path, np.zeros((1,), dtype=np.int64))
     path.write_bytes(path.read_bytes().replace(b"(1,)", b"(99999999999,)"))
     code, err = _simulate_routing_file(capsys, path)
+    assert code == 2 and "shape [99999999999], expected [ranks, tokens, top-k]" in err  # the header alone
+    # a shape the options allow, in a file too short for it: mapped and found short
+    np.save(path, np.zeros((8, 2, 8), dtype=np.int64))
+    path.write_bytes(path.read_bytes().replace(b"(8, 2, 8)", b"(8, 2, 99999999)"))
+    code, err = _simulate_routing_file(capsys, path)
     assert code == 2 and "the file is shorter than the array its header describes" in err
 
 

@@ -95,3 +95,51 @@ def test_sglang_without_a_load_is_not_advised_to_raise_its_token_count(capsys):
     assert code == 0 and data["to_set"] == []
     code, out, _ = run_cli(capsys, "engine", "sglang")
     assert "What to set" not in out and "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK <= 1024" in out
+
+
+# --- misleading lines (rough edges) -------------------------------------------------------------------------------
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["engine", "vllm", "--tp", "16"], "did you mean -tp (--tensor-parallel-size)?"),
+    (["engine", "vLLM"], "did you mean vllm?"),
+    (["hint", "--backend", "mori-ep", "--env", "MORI_SHMEM_HEAP_SIZE", "8G"],
+     "use --env MORI_SHMEM_HEAP_SIZE=8G (NAME=VALUE, one argument)"),
+    (["fit", "--budget", "8", "GiB"], "a size is one argument: --budget 8GiB, or quote it: --budget '8 GiB'"),
+    (["sweep", "--ranks", "8", "16", "32"], "--ranks takes one value: give several comma-separated (--ranks 8,16,32)"),
+    (["engine", "vllm", "--model", "/no/such/ckpt"], "'/no/such/ckpt': no such file or folder"),
+    (["hint", "--model", "./no-such-checkpoint"], "no such file or folder"),
+])
+def test_misleading_lines_now_say_what_to_do(capsys, argv, needle):
+    err = one_line_error(capsys, *argv)
+    assert needle in err
+    assert "did you mean --topk" not in err and "unknown; `epbuf models`" not in err
+
+
+def test_replay_does_not_read_backend_as_backend_version(capsys):
+    err = one_line_error(capsys, "replay", "--backend", "deepep-v2")
+    assert "--backend-version" not in err and "unrecognized arguments: --backend deepep-v2" in err
+
+
+def test_help_offers_only_what_the_command_accepts(capsys):
+    code, out, _ = run_cli(capsys, "simulate", "--help")
+    assert code == 0 and "--hbm" not in out and "pplx" not in out and "mori-ep," not in out
+    assert "--backend {ascend,deepep-v2,deepep-v1,deepep-ll}" in out
+    for option in ("--env", "--kernel-type", "--nic", "--dp-group-size"):
+        assert option not in out
+    code, out, _ = run_cli(capsys, "replay", "--help")
+    for option in ("--hbm", "--device", "--backend-version", "--no-hybrid", "--num-sms", "--env", "--nic",
+                   "--kernel-type", "--quant-type"):
+        assert option not in out, option
+    assert "--sf-packs" in out and "--hidden" in out
+
+
+def test_simulate_on_an_amd_device_says_which_backends_it_models(capsys):
+    pytest.importorskip("numpy")
+    err = one_line_error(capsys, "simulate", "--device", "mi355x")
+    assert "simulate models ascend, deepep-v2, deepep-v1, deepep-ll" in err
+
+
+def test_a_checkpoint_folder_is_read_as_vllm_takes_it(tmp_path, capsys):
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 2048, "num_experts_per_tok": 8,
+                                                       "n_routed_experts": 64}))
+    code, out, _ = run_cli(capsys, "hint", "--model", str(tmp_path), "--json")
+    assert code == 0 and json.loads(out)["inputs"]["hidden"] == 2048

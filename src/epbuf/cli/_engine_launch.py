@@ -244,7 +244,6 @@ def unknown_options(extras: list[str], parser: argparse.ArgumentParser) -> list[
     Raises:
         InvalidArgumentError: one line naming the option and the option it resembles.
     """
-    from .._names import closest
     from ..engines._knobs import EngineProblem
     from ..errors import InvalidArgumentError
 
@@ -266,8 +265,9 @@ def unknown_options(extras: list[str], parser: argparse.ArgumentParser) -> list[
         if flag in EPBUF_GPU_OPTIONS:
             raise InvalidArgumentError([EngineProblem(flag, value, "not an option of this engine: it does not use "
                                                                    "DeepEP (Ascend HCCL windows)")])
-        close = (next((o for o in options if o.startswith(flag) and len(flag) > 3), None)  # an abbreviation
-                 or closest(flag, own, cutoff=0.8) or closest(flag, sorted(knobs), cutoff=0.9))
+        close = (_single_dash(parser, flag)  # --tp for the engine's -tp
+                 or next((o for o in options if o.startswith(flag) and len(flag) > 3), None)  # an abbreviation
+                 or _closest_bare(flag, own, 0.8) or _closest_bare(flag, sorted(knobs), 0.9))
         if close:
             raise InvalidArgumentError([EngineProblem(flag, value, f"unknown option; did you mean {close}? "
                                                                    "(epbuf takes options spelled out in full)")])
@@ -276,3 +276,22 @@ def unknown_options(extras: list[str], parser: argparse.ArgumentParser) -> list[
             i += 1
         groups.append(token)
     return groups
+
+
+def _single_dash(parser, flag: str) -> str | None:
+    """``-tp (--tensor-parallel-size)`` when ``flag`` is ``--tp`` and the engine spells it ``-tp``."""
+    action = parser._option_string_actions.get(flag[1:]) if flag.startswith("--") else None
+    if action is None:
+        return None
+    longest = max(action.option_strings, key=len)
+    return flag[1:] + (f" ({longest})" if longest != flag[1:] else "")
+
+
+def _closest_bare(flag: str, options: list[str], cutoff: float) -> str | None:
+    """The option nearest to ``flag``, compared without the leading dashes (``--tp`` is not a
+    near miss of ``--topk``: ``tp`` and ``topk`` are too far apart)."""
+    from .._names import closest
+
+    bare = {o.lstrip("-"): o for o in options}
+    close = closest(flag.lstrip("-"), bare, cutoff=cutoff)
+    return bare[close] if close else None

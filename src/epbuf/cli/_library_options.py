@@ -11,7 +11,7 @@ import argparse
 
 from ._types import int_arg, nonempty_arg
 
-__all__ = ["add_library_options", "library_fields", "ENV_READERS", "env_name_problems"]
+__all__ = ["add_library_options", "library_fields", "ENV_READERS", "env_name_problems", "restrict_plan_options"]
 
 
 def add_library_options(p: argparse.ArgumentParser) -> None:
@@ -117,3 +117,37 @@ def env_name_problems(items: list[str], backends: tuple[str, ...]) -> list:
             what = f"not a variable {'/'.join(backends)} reads; {hint}"
         problems.append(Problem("env", item, what + "known: " + ", ".join(read)))
     return problems
+
+
+#: The options of :func:`add_library_options` and the backends that read them.
+LIBRARY_OPTION_READERS = {
+    "--platform": ("uccl-ep", "uccl-ll"), "--nic": ("uccl-ep", "uccl-ll"), "--per-expert-batching": ("uccl-ll",),
+    "--kernel-type": ("mori-ep", "pplx"), "--max-total-recv-tokens": ("mori-ep",), "--quant-type": ("mori-ep",),
+    "--dp-group-size": ("pplx",), "--num-scale-bytes": ("mori-ep", "pplx"), "--max-token-type-size": ("mori-ep",),
+    "--env": ("mori-ep", "pplx"),
+}
+
+
+def restrict_plan_options(p: argparse.ArgumentParser, backend_options: tuple, only: tuple[str, ...] | None,
+                          drop: tuple[str, ...]) -> None:
+    """Take out of ``p`` the plan options a command never reads: those only backends outside
+    ``only`` read (``backend_options``: ``epbuf.cli._options.BACKEND_OPTIONS``, and
+    :data:`LIBRARY_OPTION_READERS`) and those in ``drop``; ``--backend`` offers ``only``. Each
+    option taken out keeps its default in the parsed namespace, so the readers need no change."""
+    unwanted = set(drop)
+    if only is not None:
+        readers = {option: who for _, option, who in backend_options} | LIBRARY_OPTION_READERS
+        unwanted |= {option for option, who in readers.items() if not any(b in who for b in only)}
+    for action in list(p._actions):
+        if action.dest == "backend" and only is not None:
+            action.choices = tuple(only)
+        if unwanted & set(action.option_strings):
+            p._remove_action(action)
+            for container in [*p._action_groups, *p._mutually_exclusive_groups]:
+                if action in container._group_actions:
+                    container._group_actions.remove(action)
+            for option in action.option_strings:
+                p._option_string_actions.pop(option, None)
+            p.set_defaults(**{action.dest: action.default})
+    p._mutually_exclusive_groups[:] = [g for g in p._mutually_exclusive_groups if g._group_actions]
+    p._action_groups[:] = [g for g in p._action_groups if g._group_actions or g.title in ("options", "positional arguments")]

@@ -11,14 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-# The defaults of the book example the project started from (docs/derivations/ascend.md §3):
-# DeepSeek-V3-like shapes on 8 ranks.
+# The defaults of the book example the project started from (docs/derivations/ascend.md §3), DeepSeek-V3-like
 DEFAULT_HIDDEN = 7168
 DEFAULT_TOPK = 6
 DEFAULT_EXPERTS = 256
 DEFAULT_RANKS = 8
 DEFAULT_TOKENS = 4096
-
 
 from ._types import (  # noqa: F401
     Formatter, Parser, RawDescriptionFormatter, bytes_arg, int_arg, nonempty_arg, positive_bytes_arg,
@@ -55,9 +53,18 @@ def add_device_options(group) -> None:
                              "refused as a forgotten unit)")
 
 
-def add_plan_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
-    """The options of a :class:`~epbuf.plan.Plan` (read by :func:`plan_from_args`), with
-    ``--backend`` unless the command covers several backends."""
+def add_plan_options(p: argparse.ArgumentParser, backend: bool = True, only: tuple[str, ...] | None = None,
+                     drop: tuple[str, ...] = ()) -> None:
+    """The options of a :class:`~epbuf.plan.Plan` (read by :func:`plan_from_args`), with ``--backend``
+    unless the command covers several backends; ``only`` (the backends the command runs) and ``drop``
+    leave out what it never reads (:func:`~._library_options.restrict_plan_options`)."""
+    _add_plan_options(p, backend)
+    if only is not None or drop:
+        from ._library_options import restrict_plan_options
+        restrict_plan_options(p, BACKEND_OPTIONS, only, drop)
+
+
+def _add_plan_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
     from ..plan import backend_names
 
     add_model_options(p)
@@ -221,7 +228,6 @@ def check_backend_options(args: argparse.Namespace, backends: tuple[str, ...], w
         choose = f" or choose one of them with --backend{'s' if len(backends) > 1 else ''}" if can_choose else ""
         problems.append(Problem(dest, shown, f"only {', '.join(readers)} {verb} {option}; {where}: remove it{choose}"))
     from ._library_options import env_name_problems
-
     problems += env_name_problems(getattr(args, "env", None) or [], backends)
     packs = getattr(args, "sf_packs", None)
     if packs is not None and "ascend" in backends:
@@ -275,12 +281,11 @@ def plan_from_args(args: argparse.Namespace):
     from ._library_options import library_fields
 
     shape = shape_from_args(args)
-    if shape["num_topk"] > shape["num_experts"] >= 1:
+    if shape["num_topk"] > shape["num_experts"] >= 1:  # each token picks num_topk distinct experts
         from ..errors import InvalidArgumentError, Problem
-
-        raise InvalidArgumentError([Problem("num_topk", shape["num_topk"], (
-            f"allowed 0..{shape['num_experts']}: each token picks num_topk distinct experts of "
-            f"--experts {shape['num_experts']} (torch.topk refuses k > n)"))])
+        raise InvalidArgumentError([Problem("num_topk", shape["num_topk"], f"allowed 0..{shape['num_experts']}: "
+                                            f"each token picks num_topk distinct experts of --experts "
+                                            f"{shape['num_experts']} (torch.topk refuses k > n)")])
     num_ranks, num_ranks_per_node = topology_from_args(args)
     return Plan(
         hidden=shape["hidden"],

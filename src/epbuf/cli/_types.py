@@ -47,13 +47,21 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", Formatter)
+        # No abbreviations: `replay --backend deepep-v2` must not be read as --backend-version.
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+        self._argv: list[str] = []
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         prefix = "unrecognized arguments: "
         words = message[len(prefix):].split() if message.startswith(prefix) else []
         if words:  # the first one (a blank argument leaves none)
-            message += _closest(words[0].split("=", 1)[0], [o for a in self._actions for o in a.option_strings])
+            message += (_stray_value_hint(self._argv, words)
+                        or _closest(words[0].split("=", 1)[0], [o for a in self._actions for o in a.option_strings]))
         self.exit(2, f"{self.prog}: error: {message}\n")
 
     def _check_value(self, action, value) -> None:
@@ -65,14 +73,38 @@ class Parser(argparse.ArgumentParser):
                                          f"{_closest(value, list(action.choices))} (choose from {choices})")
 
 
+_UNITS = {"b", "kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib", "k", "m", "g", "t", "%"}
+
+
+def _stray_value_hint(argv: list[str], words: list[str]) -> str:
+    """Why a value was left over, for the three ways people split one: ``--budget 8 GiB`` (a
+    size and its unit), ``--ranks 8 16 32`` (several values), ``--env NAME VALUE`` (a space
+    for the ``=``). ``""`` when it is none of them."""
+    first = words[0]
+    at = next((i for i in range(len(argv)) if argv[i] == first and i >= 2), None)
+    if at is None:
+        return ""
+    option, value = argv[at - 2], argv[at - 1]
+    if not option.startswith("-") or value.startswith("-"):
+        return ""
+    if option == "--env" and "=" not in value:
+        return f"; use {option} {value}={first} (NAME=VALUE, one argument)"
+    if first.lower() in _UNITS:
+        return f"; a size is one argument: {option} {value}{first}, or quote it: {option} '{value} {first}'"
+    if first.replace(".", "", 1).isdigit() and value.replace(".", "", 1).isdigit():
+        values = [value] + [w for w in words if w.replace(".", "", 1).isdigit()]
+        return f"; {option} takes one value: give several comma-separated ({option} {','.join(values)})"
+    return ""
+
+
 def _closest(typed: object, names: list[str]) -> str:
     """``"; did you mean NAME?"`` for the name nearest to ``typed`` (a typo), else ``""``."""
     from .._names import closest
 
     if not isinstance(typed, str):
         return ""
-    bare = {name.lstrip("-"): name for name in names}  # "--dtype" is not "--quant-type"
-    close = closest(typed.lstrip("-"), bare)
+    bare = {name.lstrip("-").lower(): name for name in names}  # "--dtype" is not "--quant-type"; vLLM is vllm
+    close = closest(typed.lstrip("-").lower(), bare)
     return f"; did you mean {bare[close]}?" if close else ""
 
 

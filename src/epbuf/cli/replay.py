@@ -13,7 +13,9 @@ from ._options import add_plan_options, check_backend_options, plan_from_args, p
 def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.description = ("Write a sample token as the Ascend dispatch kernel does, read it back as the receive epilogue "
                      "does, and print each field as written and as read (exit status 0: a demonstration).")
-    add_plan_options(p, backend=False)
+    # Only what replay reads: DeepEP-Ascend's shape options (the record replayed does not depend on
+    # a device; options of other backends would be ignored).
+    add_plan_options(p, backend=False, only=("ascend",), drop=("--device", "--hbm"))
     p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.replay/1)")
     p.set_defaults(run=run)
 
@@ -21,15 +23,6 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..codec.replay import render_replay, replay, replay_to_dict
 
-    # Every shape option is read; options of other backends (or of a device's memory) would be
-    # silently ignored, so they are refused, as hint refuses them (``--backend`` abbreviates
-    # ``--backend-version`` here: refused the same way).
-    for dest in ("device", "hbm"):
-        if getattr(args, dest, None) is not None:
-            from ..errors import InvalidArgumentError, Problem
-
-            raise InvalidArgumentError([Problem(dest, getattr(args, dest), "not used by replay (the record "
-                                                                           "replayed does not depend on the device)")])
     check_backend_options(args, ("ascend",), "replay replays DeepEP-Ascend", can_choose=False)
     result = replay(plan_from_args(args))
     if args.json:

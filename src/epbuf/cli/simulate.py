@@ -17,7 +17,10 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
                      "reserved vs used slots per region, bytes per rank pair and link, a time estimate, "
                      "DeepEP's benchmark byte accounting. --device names the link preset (h800, h100, h200, "
                      "b200, b300, gb200, a100-80gb, ascend-910b, ascend-a3).")
-    add_plan_options(p)
+    from ..simulate.occupancy import SIMULATED_BACKENDS
+
+    # Only what simulate runs: its backends, and no --hbm (--device names the link preset here).
+    add_plan_options(p, only=SIMULATED_BACKENDS, drop=("--hbm",))
     g = p.add_argument_group("routing")
     src = g.add_mutually_exclusive_group()
     src.add_argument("--routing", default="uniform", metavar="SPEC",
@@ -84,10 +87,6 @@ def run(args: argparse.Namespace) -> int:
     from ..simulate import simulate_options, to_dict
     from .._progress import terminal_progress
 
-    if args.hbm is not None:
-        from ..errors import InvalidArgumentError, Problem
-
-        raise InvalidArgumentError([Problem("hbm", args.hbm, "not used by simulate; --device names the link preset")])
     if args.plot:  # its format, before the simulation runs
         from ..plot import plot_format
 

@@ -92,6 +92,16 @@ def get_model(name: str) -> ModelSpec:
     key = _MODEL_INDEX.get(_fold(name))
     if key is not None:
         return MODELS[key]
+    stripped = name.strip()
+    if stripped.startswith(("/", "./", "../", "~")) or stripped in (".", ".."):  # a checkpoint folder, as vLLM takes
+        from ..errors import ConfigFileError
+        from .config_json import read_model_config
+
+        folder = os.path.expanduser(stripped)
+        if not os.path.exists(folder):
+            raise ConfigFileError(f"--model (model) = {_shown(name)}: no such file or folder; a local checkpoint "
+                                  "must exist and hold config.json (epbuf does not download)")
+        return read_model_config(folder)
     cached = find_cached_config(name)
     if cached is not None:
         from .config_json import read_model_config

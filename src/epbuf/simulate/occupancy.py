@@ -29,7 +29,7 @@ from ..report import Report
 from ..routing import numpy
 from .records import ExpertUse, RegionUse
 
-__all__ = ["ranks_per_node", "region_uses", "expert_use"]
+__all__ = ["SIMULATED_BACKENDS", "ranks_per_node", "region_uses", "expert_use"]
 
 _V2 = "deep_ep/include/deep_ep/impls"
 _V2C = "@dd758ca"
@@ -330,6 +330,8 @@ def _ll(report: Report, plan, stats) -> list[RegionUse]:
 
 
 _BACKENDS = {"ascend": _ascend, "deepep-v2": _v2, "deepep-v1": _v1, "deepep-ll": _ll}
+#: The backends simulate models (``epbuf simulate --backend`` offers these).
+SIMULATED_BACKENDS = tuple(_BACKENDS)
 
 
 def region_uses(report: Report, plan, stats) -> tuple[RegionUse, ...]:
