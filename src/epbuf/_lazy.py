@@ -48,7 +48,19 @@ def optional(name: str, message: str):
             cause = cause.__cause__ or cause.__context__
         from .errors import MissingExtraError
 
-        raise MissingExtraError(message) from None
+        raise MissingExtraError(_with_checkout_form(message)) from None
+
+
+def _with_checkout_form(message: str) -> str:
+    """``pip install 'epbuf[sim]'`` followed by the form that works in a checkout, where the
+    package is not on an index: ``pip install 'epbuf[sim]' (from a checkout: pip install '.[sim]')``."""
+    start = message.find("pip install 'epbuf[")
+    end = message.find("]'", start)
+    if start < 0 or end < 0:
+        return message
+    extra = message[start + len("pip install 'epbuf["):end]
+    cut = end + 2
+    return f"{message[:cut]} (from a checkout: pip install '.[{extra}]'){message[cut:]}"
 
 
 def exports(package: str, where: dict[str, str], wrap=None):
