@@ -15,3 +15,18 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 settings.register_profile("epbuf", deadline=None)
 settings.load_profile("epbuf")
+
+
+import pytest  # noqa: E402 - the fixture below needs it; the settings above do not
+
+from _devices import make_device_nodes  # noqa: E402 - tests/ is on the path from here on
+
+
+@pytest.fixture
+def device_nodes(tmp_path):
+    """``{"null": path, "full": path, ...}`` of :func:`make_device_nodes` in ``tmp_path/dev``;
+    skips the test where this process cannot make and open device nodes."""
+    nodes = make_device_nodes(tmp_path / "dev")
+    if not {"null", "full"} <= set(nodes):
+        pytest.skip("cannot make device nodes here (needs CAP_MKNOD and a mount without nodev)")
+    return nodes

@@ -21,6 +21,7 @@ from epbuf.cli.engine import build_engine_parser
 from epbuf.engines import ENGINES
 
 from _cli_run import run_cli as run  # tests/_cli_run.py (conftest puts tests/ on the path)
+from _devices import make_device_nodes
 
 CLI = [sys.executable, "-m", "epbuf.cli"]
 
@@ -53,14 +54,15 @@ def test_ctrl_c_in_process_is_status_130(capsys, monkeypatch):
 @pytest.mark.parametrize("argv", [["hint"], ["hint", "--json"], ["devices"], ["hint", "--help"], ["--version"],
                                   ["sweep", "--tokens", "1:3000"], ["layout", "--svg", "-"]])
 @pytest.mark.parametrize("target", ["closed", "full"])
-def test_stdout_closed_or_full_is_one_line_and_status_2(argv, target):
-    if target == "full" and not os.path.exists("/dev/full"):
-        pytest.skip("no /dev/full here")
+def test_stdout_closed_or_full_is_one_line_and_status_2(argv, target, tmp_path):
+    nodes = make_device_nodes(tmp_path / "dev", ("full",))  # a /dev/full of the test's own
+    if target == "full" and "full" not in nodes:
+        pytest.skip("cannot make a device node here")
     if target == "closed":
         done = subprocess.run(CLI + argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                               preexec_fn=lambda: os.close(1))
     else:
-        with open("/dev/full", "w") as full:
+        with open(nodes["full"], "w") as full:
             done = subprocess.run(CLI + argv, stdout=full, stderr=subprocess.PIPE, text=True)
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
@@ -148,11 +150,12 @@ HOSTILE = [
     "mi300x", "ascend", "deepep-v2", "deepep-ll", "ascend,deepep-v2", ",", "a,b", "1:8", "8:1", "1:100000",
     "1:10:0", "1:64:*2", "1:64:*1", "8,16,32", "fp8,bf16", "bf16", "int4", "{}", '{"a": 1}', "[" * 5000, '{"a":' * 3000,
     "NAME=VALUE", "=1", "MORI_SHMEM_HEAP_SIZE=-1", "MORI_SHMEM_HEAP_SIZE=1e400", "NVSHMEM_SYMMETRIC_SIZE=²",
-    "VLLM_DEEPEP_BUFFER_SIZE_MB=99999999999999999999", "/dev/null", "/dev/zero", "/dev/full", "/dev/urandom",
+    "VLLM_DEEPEP_BUFFER_SIZE_MB=99999999999999999999", "dev/null", "dev/zero", "dev/full", "dev/urandom",
     "/nonexistent/folder/x", ".", "hello world", "ü", "\x00", "\t", "-5", "--json", "IntraNode", "internode", "main",
     "ll0", "refactor", "dd758ca", "0" * 40, "fp8_blockwise", "efa", "rocm",
 ]
-OUTPUTS = ["out.csv", "out.svg", "out.png", "out.pdf", "out.jpg", "out", "-", "/dev/null", "/dev/full",
+# dev/...: device nodes _fuzz makes in its folder (the working directory), never the machine's /dev
+OUTPUTS = ["out.csv", "out.svg", "out.png", "out.pdf", "out.jpg", "out", "-", "dev/null", "dev/full",
            "/nonexistent/folder/x.csv", ".", "", "sub/x.svg", "ünï.svg"]
 
 
@@ -198,12 +201,13 @@ def _fuzz(tmp_path, monkeypatch, seed: int, cases: int, seconds: float, engines:
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.setattr(epbuf.sweep, "MAX_CONFIGURATIONS", 2000)  # the cap itself is tested elsewhere
     (tmp_path / "sub").mkdir()
+    make_device_nodes(tmp_path / "dev")  # where they cannot be made, the names are missing files
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "cfg.json").write_text('{"hidden_size": 4096, "n_routed_experts": 64, "num_experts_per_tok": 6}')
     (tmp_path / "bad.json").write_text('{"hidden_size": "x"' + "[" * 3000)
     (tmp_path / "r.npy").write_bytes(b"\x93NUMPY garbage")
     inputs = [str(tmp_path / n) for n in ("fifo", "cfg.json", "bad.json", "r.npy", "sub", "missing.json")] + \
-        ["/dev/zero", "/dev/urandom", "/dev/null", ""]
+        ["dev/zero", "dev/urandom", "dev/null", ""]
     parsers = _parsers(engines)
     options = {name: _options(p) for name, p in parsers.items()}
     rng = random.Random(seed)

@@ -53,24 +53,27 @@ def test_new_file_gets_the_umask_mode(tmp_path):
     assert stat.S_IMODE(os.stat(tmp_path / "new.csv").st_mode) == 0o640
 
 
-def test_character_device_is_written_through_not_replaced():
-    write_text_atomic("/dev/null", "x" * 1000, option="--csv")
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+# The devices are nodes the test makes in its own folder (conftest.make_device_nodes), with the
+# numbers of /dev/null and /dev/full: a regression that replaced its target replaces nothing of the machine.
+def test_character_device_is_written_through_not_replaced(device_nodes, tmp_path):
+    null = device_nodes["null"]
+    write_text_atomic(null, "x" * 1000, option="--csv")
+    assert stat.S_ISCHR(os.stat(null).st_mode)
+    assert sorted(os.listdir(null.parent)) == sorted(device_nodes)  # no temporary file beside it
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
-def test_full_device_is_one_line_and_stays_a_device():
-    with pytest.raises(OutputFileError, match=r"^--csv: /dev/full: cannot write \(No space left on device\)$"):
-        write_text_atomic("/dev/full", "x" * 100_000, option="--csv")
-    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+def test_full_device_is_one_line_and_stays_a_device(device_nodes):
+    full = device_nodes["full"]
+    with pytest.raises(OutputFileError, match=rf"^--csv: {full}: cannot write \(No space left on device\)$"):
+        write_text_atomic(full, "x" * 100_000, option="--csv")
+    assert stat.S_ISCHR(os.stat(full).st_mode)
 
 
-def test_cli_csv_to_dev_full_exits_2_with_one_line(capsys):
-    if not os.path.exists("/dev/full"):
-        pytest.skip("no /dev/full on this system")
-    code = main(["sweep", "--tokens", "128,256", "--csv", "/dev/full", "--quiet"])
+def test_cli_csv_to_dev_full_exits_2_with_one_line(capsys, device_nodes):
+    code = main(["sweep", "--tokens", "128,256", "--csv", str(device_nodes["full"]), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "No space left on device" in err
+    assert stat.S_ISCHR(os.stat(device_nodes["full"]).st_mode)
 
 
 def test_fifo_is_written_through(tmp_path):
