@@ -273,3 +273,30 @@ def time_out(rank: int, num_ranks: int, case, done_file: str) -> dict:
         outcome["after"] = f"PeerError: {error}"
     open(done_file, "w").close()
     return outcome
+
+
+def hang_survivor(rank: int, store: str, case, report: str) -> None:
+    """A process of a 2-rank gloo group whose process-group timeout is 30 s: rank 1 joins, then
+    hangs (never calls dispatch, never exits by itself); rank 0's dispatch times out after 1.5 s
+    and it writes the time of its PeerError to ``report``, then returns, so the process exits."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    from epbuf.runtime import Buffer, PeerError
+
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2,
+                            timeout=timedelta(seconds=30))
+    buffer = Buffer(None, case.plan(), timeout=1.5)
+    if rank == 1:
+        time.sleep(120)
+        return
+    x, idx, w = make_inputs(case, rank)
+    try:
+        buffer.dispatch(x, idx, w)
+        message = "no error"
+    except PeerError as error:
+        message = f"PeerError: {error}"
+    with open(report, "w") as f:
+        f.write(f"{time.time()}\n{message}\n")

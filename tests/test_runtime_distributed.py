@@ -61,8 +61,40 @@ def test_refusing_and_dead_peers_raise_clear_errors():
     rank0, rank1 = run_gloo(refuse_then_die, 2, case, timeout=90, collective_timeout=30, may_exit=(1,))
     assert rank1 is None  # it exited on purpose
     assert rank0["refusal"].startswith("PeerError: dispatch: rank(s) [1] refused their input")
-    assert rank0["dead peer"].startswith("PeerError: dispatch: the count exchange did not complete")
+    # issue 21: a peer that died at once is named as such, not as a timeout
+    assert rank0["dead peer"].startswith("PeerError: dispatch: the count exchange failed on rank 0 after")
+    assert "before the 20 s timeout: a peer died or left the group" in rank0["dead peer"]
+    assert "did not complete within" not in rank0["dead peer"]
     assert rank0["dead peer seconds"] < 15
+
+
+def test_a_hung_peer_does_not_keep_the_survivor_alive(tmp_path):
+    """Issue 21: after the PeerError the survivor's process exited only when the process group's
+    timeout (here 30 s) had passed; now its collectives run on a group with the Buffer's timeout."""
+    import multiprocessing
+    import time
+
+    from _moe_reference import hang_survivor
+
+    case = Case("hang", 256, 2, 4, [3, 3], 4, fp8=False)
+    store, report = str(tmp_path / "store"), str(tmp_path / "report")
+    context = multiprocessing.get_context("spawn")
+    ranks = [context.Process(target=hang_survivor, args=(r, store, case, report), daemon=True) for r in range(2)]
+    for p in ranks:
+        p.start()
+    try:
+        ranks[0].join(timeout=90)
+        exited = time.time()
+        assert ranks[0].exitcode == 0
+        with open(report) as f:
+            error_time, message = f.read().split("\n", 1)
+        assert message.startswith("PeerError: dispatch: the count exchange did not complete within 1.5 s")
+        assert exited - float(error_time) < 12  # not the process group's 30 s
+    finally:
+        for p in ranks:
+            if p.is_alive():
+                p.kill()
+            p.join(timeout=10)
 
 
 def test_an_absent_peer_times_out(tmp_path):

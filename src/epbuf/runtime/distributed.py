@@ -19,7 +19,11 @@ itself skip the exchange when they are large (``RankState.SELF_BYPASS_BYTES``): 
 them straight into its own slots while the peers' records travel. After that the buffer
 holds what DeepEP-Ascend's kernels leave in it. A collective that fails or outlasts
 ``timeout`` (a dead or absent peer) raises :class:`~epbuf.runtime.PeerError` and leaves the
-Buffer unusable (the process group is in an unknown state); nothing partial is returned.
+Buffer unusable (the process group is in an unknown state); nothing partial is returned. The
+message says whether a peer left (the collective failed before the timeout) or hangs (it timed
+out). The collectives run on a group of the same ranks created with ``timeout`` as its own, so
+a collective a hung peer never joins ends in the backend too and the process can exit right
+after the error, not after the process group's timeout.
 
 Example (every rank of a 2-rank gloo group)::
 
@@ -88,8 +92,16 @@ class Buffer:
         from datetime import timedelta
 
         self._timeout_delta = timedelta(seconds=self.timeout)
+        # The collectives run on a group of the same ranks whose own timeout is ``timeout``: a
+        # collective a hung peer never joins then ends in the backend's thread too, so the process
+        # can exit right after the PeerError instead of waiting out the process group's timeout
+        # (its destructor joins that thread). Only the members create it (local synchronization).
+        group_backend = dist.get_backend(self.group)
+        self._user_group = self.group
+        self.group = dist.new_group(dist.get_process_group_ranks(self.group), timeout=self._timeout_delta,
+                                    backend=group_backend, use_local_synchronization=True)
         if device is None:
-            gloo = dist.get_backend(self.group) == "gloo"
+            gloo = group_backend == "gloo"
             device = "cpu" if gloo else torch.device("cuda", torch.cuda.current_device())
         self.buffer = torch.zeros(num_bytes, dtype=torch.uint8, device=device)
         self._state = RankState(self.layout, self.rank, self.buffer)
@@ -109,12 +121,20 @@ class Buffer:
 
     # --- collectives ---------------------------------------------------------------------
     def _wait(self, work, what: str) -> None:
+        import time
+
+        start = time.monotonic()
         try:
             work.wait(timeout=self._timeout_delta)
         except Exception as error:  # gloo/NCCL raise RuntimeError subclasses: a dead peer, a timeout
             self._broken = f"{what} failed: {error}"
-            raise PeerError(f"{what} did not complete within {self.timeout:g} s on rank {self.rank} (a peer died, "
-                            f"hangs or does not call it): {str(error).splitlines()[0][:300]}") from None
+            seconds = time.monotonic() - start
+            why = str(error).splitlines()[0][:300] if str(error).strip() else type(error).__name__
+            if seconds < 0.9 * self.timeout:  # it failed before the timeout: a peer closed its connection
+                raise PeerError(f"{what} failed on rank {self.rank} after {seconds:.1f} s, before the {self.timeout:g} s "
+                                f"timeout: a peer died or left the group: {why}") from None
+            raise PeerError(f"{what} did not complete within {self.timeout:g} s on rank {self.rank} (a peer hangs "
+                            f"or does not call it): {why}") from None
 
     def _exchange_rows(self, rows, what: str, meanwhile=None):
         """The count exchange: every rank's ``[count, fingerprint]`` row for this rank.
