@@ -5,8 +5,9 @@ they are.
 The upstream-named size functions validate their integers themselves (``check_int``, one type
 test on the good path, ``benchmarks/api_speed.py``); functions that take a record (a
 :class:`~epbuf.plan.Plan`, a ``Version``, a ``Buffer``) or a name used them without a check, so
-``workspace_allocation(1)`` raised ``AttributeError``. :func:`guard` adds nothing to a call that
-succeeds: only when the function raises does it look at the arguments, and then
+``workspace_allocation(1)`` raised ``AttributeError``. The wrapper (:func:`epbuf._lazy.guard`,
+where the packages get it without importing this module) adds nothing to a call that
+succeeds: only when the function raises does it import this module and look at the arguments:
 
 * an argument that is an ``int`` subclass (``IntEnum``, a counter type; not ``bool``), alone or
   in a tuple/list, is made a plain ``int`` and the call is made again (the fast paths test
@@ -29,11 +30,12 @@ import functools
 
 from .errors import _OPTIONS, ArgumentProblem, EpbufError, InvalidArgumentError, Problem
 
-__all__ = ["guard", "guard_names", "plain"]
+__all__ = ["CAUGHT", "recover", "plain"]
 
 _BUILTINS = {"int": int, "str": str, "bool": bool, "float": (int, float), "list": list, "tuple": tuple,
              "dict": dict, "bytes": bytes}
-_CAUGHT = (EpbufError, TypeError, AttributeError, AssertionError, KeyError, IndexError)
+#: What the wrapper hands to :func:`recover`; anything else passes through untouched.
+CAUGHT = (EpbufError, TypeError, AttributeError, AssertionError, KeyError, IndexError)
 
 
 def plain(value: object) -> tuple[object, bool]:
@@ -79,9 +81,9 @@ def _type_problems(fn, args: tuple, kwargs: dict) -> list[Problem]:
     for name, value in bound.arguments.items():
         annotation = fn.__annotations__.get(name)
         if annotation is None and name == "plan":  # the backends' report(plan), summarize(plan)
-            from .plan import Plan
+            import sys  # epbuf/__init__ loaded epbuf.plan before any backend (no import cycle here)
 
-            annotation, namespace = "Plan", {"Plan": Plan}
+            annotation, namespace = "Plan", {"Plan": sys.modules["epbuf.plan"].Plan}
         else:
             namespace = fn.__globals__
         if not isinstance(annotation, str):
@@ -102,34 +104,23 @@ def _type_problems(fn, args: tuple, kwargs: dict) -> list[Problem]:
     return problems
 
 
-def guard(fn):
-    """``fn`` with the guard described in the module docstring (``__wrapped__`` is ``fn``)."""
+def recover(fn, guarded, args: tuple, kwargs: dict):
+    """What :func:`epbuf._lazy.guard`'s wrapper does once ``fn(*args, **kwargs)`` raised (the
+    exception is being handled): call again with int subclasses made ``int``, or raise one
+    ``InvalidArgumentError`` naming the arguments of the wrong type, or re-raise."""
+    import sys
 
-    @functools.wraps(fn)
-    def guarded(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except _CAUGHT as error:
-            new_args, changed = plain(args)
-            new_kwargs = {}
-            for key, value in kwargs.items():
-                new_kwargs[key], moved = plain(value)
-                changed = changed or moved
-            if changed:
-                return guarded(*new_args, **new_kwargs)
-            if isinstance(error, EpbufError):
-                raise  # the function's own message names the argument already
-            problems = _type_problems(fn, args, kwargs)
-            if problems:
-                raise InvalidArgumentError(problems) from None
-            raise
-
-    return guarded
-
-
-def guard_names(namespace: dict, names) -> None:
-    """Replace each function among ``names`` in ``namespace`` (a package's globals) by its :func:`guard`."""
-    for name in names:
-        value = namespace.get(name)
-        if type(value) is type(guard) and not hasattr(value, "__wrapped__"):  # a plain function
-            namespace[name] = guard(value)
+    error = sys.exc_info()[1]
+    new_args, changed = plain(args)
+    new_kwargs = {}
+    for key, value in kwargs.items():
+        new_kwargs[key], moved = plain(value)
+        changed = changed or moved
+    if changed:
+        return guarded(*new_args, **new_kwargs)
+    if isinstance(error, EpbufError):
+        raise error  # the function's own message names the argument already
+    problems = _type_problems(fn, args, kwargs)
+    if problems:
+        raise InvalidArgumentError(problems) from None
+    raise error

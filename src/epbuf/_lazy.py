@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["exports", "module", "optional"]
+__all__ = ["exports", "module", "optional", "guard", "guard_names"]
 
 
 def module(name: str):
@@ -82,3 +82,31 @@ def exports(package: str, where: dict[str, str], wrap=None):
         return sorted(set(vars(sys.modules[package])) | set(where))
 
     return __getattr__, __dir__
+
+
+def guard(fn):
+    """``fn`` with the backends' argument guard (:mod:`epbuf._guard`, imported only once a call
+    raises: a hostile argument becomes one ``InvalidArgumentError`` line, an ``int`` subclass the
+    ``int`` it is); ``__wrapped__`` is ``fn``."""
+    from functools import wraps
+
+    @wraps(fn)
+    def guarded(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (ValueError, TypeError, AttributeError, AssertionError, LookupError):  # EpbufError is a ValueError
+            from ._guard import CAUGHT, recover
+
+            if not isinstance(sys.exc_info()[1], CAUGHT):
+                raise
+            return recover(fn, guarded, args, kwargs)
+
+    return guarded
+
+
+def guard_names(namespace: dict, names) -> None:
+    """Replace each function among ``names`` in ``namespace`` (a package's globals) by its :func:`guard`."""
+    for name in names:
+        value = namespace.get(name)
+        if type(value) is type(guard) and not hasattr(value, "__wrapped__"):  # a plain function
+            namespace[name] = guard(value)

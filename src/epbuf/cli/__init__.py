@@ -166,10 +166,30 @@ def main(argv: list[str] | None = None) -> int:
     original = sys.stdout
     sys.stdout = watched = _WatchedStdout(original if original is not None else _ClosedStdout())
     command = argv[0] if argv and argv[0] in COMMANDS else ""
+    untranslated = _untranslated_argparse()
     try:
         return _main(argv, command, watched)
     finally:
         sys.stdout = original
+        untranslated()
+
+
+def _untranslated_argparse():
+    """Let argparse's messages be its English text while :func:`main` runs, without gettext
+    looking for catalogs: every ``ArgumentParser`` asks gettext for each string, and the first
+    ask imports ``locale`` and stats the catalog folders (about 1 ms of a 25 ms command;
+    ``benchmarks/cold_start.py``). CPython ships no catalog for the ``argparse`` domain, so the
+    text is what gettext would return. Returns the function that puts gettext back."""
+    import argparse
+
+    saved = argparse._, argparse.ngettext
+    argparse._ = str
+    argparse.ngettext = lambda singular, plural, n: singular if n == 1 else plural
+
+    def restore() -> None:
+        argparse._, argparse.ngettext = saved
+
+    return restore
 
 
 def _main(argv: list[str], command: str, watched: _WatchedStdout) -> int:

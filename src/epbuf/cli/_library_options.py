@@ -99,6 +99,8 @@ def env_name_problems(items: list[str], backends: tuple[str, ...]) -> list:
     """A problem for each ``--env NAME=...`` whose NAME none of ``backends`` reads: a typo gets
     the nearest name (``MORI_SHMEM_HEAP_SZE`` -> ``MORI_SHMEM_HEAP_SIZE``), as ``engine`` refuses
     names it does not model."""
+    if not items:
+        return []
     from .._names import closest
     from ..errors import Problem
 

@@ -390,9 +390,9 @@ def output_width(args: argparse.Namespace) -> int | None:
 
 
 def print_json(data: object) -> None:
-    import json
+    from .._jsonout import dumps  # json.dumps(data, indent=2) without importing json (cold start)
 
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    sys.stdout.write(dumps(data) + "\n")
 
 
 def has_error_finding(findings) -> bool:

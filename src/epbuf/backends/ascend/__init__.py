@@ -61,6 +61,6 @@ __all__ = [
     "summarize",
 ]
 
-from ..._guard import guard_names  # noqa: E402 - after the names it wraps
+from ..._lazy import guard_names  # noqa: E402 - after the names it wraps
 
 guard_names(globals(), __all__)

@@ -38,8 +38,7 @@ that module needs), so ``epbuf hint --backend deepep-ll`` never imports the norm
 
 from __future__ import annotations
 
-from ..._guard import guard
-from ..._lazy import exports
+from ..._lazy import exports, guard
 
 # module -> the public names it defines (tests/test_deepep_v1.py checks this against each __all__).
 _EXPORTS = {

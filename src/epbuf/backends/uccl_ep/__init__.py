@@ -69,6 +69,6 @@ __all__ = [
     "summarize_low_latency",
 ]
 
-from ..._guard import guard_names  # noqa: E402 - after the names it wraps
+from ..._lazy import guard_names  # noqa: E402 - after the names it wraps
 
 guard_names(globals(), __all__)
