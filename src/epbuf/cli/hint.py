@@ -26,22 +26,24 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..report.json_form import report_to_dict
+    from ..verdict import summary, verdict_text
+
     rep, device, budget = report_from_args(args)
     status = 1 if args.strict and has_error_finding(rep.findings) else 0
+    data = report_to_dict(rep)
+    if device is not None:
+        data["device"] = {"name": device[0], "num_bytes": device[1], "share": rep.num_bytes / device[1],
+                          "fits": rep.num_bytes <= device[1]}
+    if budget is not None:
+        data["budget"] = {"num_bytes": budget, "share": rep.num_bytes / budget, "fits": rep.num_bytes <= budget}
+    data["summary"] = summary("hint", data)
     if args.json:
-        from ..report.json_form import report_to_dict
-
-        data = report_to_dict(rep)
-        if device is not None:
-            data["device"] = {"name": device[0], "num_bytes": device[1], "share": rep.num_bytes / device[1],
-                              "fits": rep.num_bytes <= device[1]}
-        if budget is not None:
-            data["budget"] = {"num_bytes": budget, "share": rep.num_bytes / budget, "fits": rep.num_bytes <= budget}
         print_json(data)
         return status
     from ..render.report import render_report
 
-    sys.stdout.write(render_report(rep, device=device, verbose=args.verbose, budget=budget,
-                                   width=output_width(args)))
+    width = output_width(args)
+    sys.stdout.write(verdict_text(data["summary"], width)
+                     + render_report(rep, device=device, verbose=args.verbose, budget=budget, width=width))
     return status
-

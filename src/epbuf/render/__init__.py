@@ -47,14 +47,15 @@ def wrap(text: str, width: int | None, indent: str = "", first: str | None = Non
 
 
 def table(headers: list[str], rows: list[list[str]], right: set[int] | None = None, indent: str = "  ",
-          width: int | None = None, wrap_columns: tuple[int, ...] = (-1,), below: int | tuple = ()) -> str:
+          width: int | None = None, wrap_columns: tuple[int, ...] = (-1,), below: int | tuple = (),
+          always_below: bool = False) -> str:
     """A plain-text table; columns in ``right`` are right-aligned (numbers).
 
     When a line would be longer than ``width``, the widest of ``wrap_columns`` (default the
     last) are narrowed, down to 12 characters (or their header), and their cells wrapped onto
     continuation lines. When that cannot fit the width, the columns ``below`` (a long sentence
     such as a formula or a reason), one after another until the rest fits, move under their row,
-    wrapped to the full width."""
+    wrapped to the full width (``always_below``: whatever the width)."""
     right = right or set()
     widths = [len(h) for h in headers]
     for row in rows:
@@ -71,11 +72,11 @@ def table(headers: list[str], rows: list[list[str]], right: set[int] | None = No
 
     under: list[list[str]] = [[] for _ in rows]
     moving = [c % ncols for c in ((below,) if isinstance(below, int) else below)]
-    if width is not None and moving:
+    if (width is not None or always_below) and moving:
         cols = list(range(ncols))
         moved = []
         for c in moving:
-            if total(cols, wrapping) <= width:
+            if not always_below and total(cols, wrapping) <= width:
                 break
             cols.remove(c)
             moved.append(c)
