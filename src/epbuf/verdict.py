@@ -119,13 +119,15 @@ def _fit(doc: dict) -> dict:
             first = first or {"code": "rejected", "message": r["error"], "where": name}
         elif r["value"] is None:
             none_fit.append(name)
-        elif runs_on.get(name) is not False and (best is None or r["value"] > best[1]["value"]):
-            best = (name, r)
+        elif runs_on.get(name) is not False and (best is None or (not r["independent"], r["value"])
+                                                  > (not best[1]["independent"], best[1]["value"])):
+            best = (name, r)  # a value the budget binds before one that any value fits
     n = best[1]["report"]["num_bytes"] if best and best[1].get("report") else None
-    device, budget = _device(n, doc.get("device")), _against(n, doc["budget"])
+    device = _device(n, doc.get("device"))
+    budget = _against(n, doc["budget"]) or {"num_bytes": doc["budget"], "share": None, "fits": False}
     return {"num_bytes": n, "device": device, "budget": budget, "fits": best is not None, "num_errors": errors,
             "first_error": first, "variable": doc["variable"], "backend": best and best[0],
-            "value": best and best[1]["value"], "none_fit": none_fit}
+            "value": best and ("any" if best[1]["independent"] else best[1]["value"]), "none_fit": none_fit}
 
 
 #: The sweep columns as the options name them (a row's place in the sweep, for people).
@@ -258,11 +260,12 @@ def _first_parts(s: dict) -> list[tuple[str, str]]:
     if c == "fit":
         label = "tokens per rank" if s["variable"] == "num_max_tokens_per_rank" else "EP size"
         if s["backend"] is None:
-            parts = [(f"nothing fits the budget ({format_bytes(s['budget'] and s['budget']['num_bytes'] or 0)})"
-                      if s["budget"] else "nothing fits the budget", "nothing fits")]
+            return [(f"no backend fits the budget of {format_bytes(s['budget']['num_bytes'])} at any {label}",
+                     "nothing fits the budget"), _errors_part(s)]
         else:
-            parts = [(f"largest {label}: {s['backend']} {format_int(s['value'])}",),
-                     _total(s["num_bytes"])] + _capacity_parts(s)
+            value = s["value"] if s["value"] == "any" else format_int(s["value"])
+            parts = [(f"largest {label}: {s['backend']} {value}",), _total(s["num_bytes"])]
+            parts += _capacity_parts({**s, "device": None})  # the budget's share (the device's is in --json)
         if s["none_fit"]:
             parts.append((f"nothing fits for {', '.join(s['none_fit'])}", f"{len(s['none_fit'])} fit nothing"))
         return parts + [_errors_part(s)]
@@ -281,11 +284,11 @@ def _first_parts(s: dict) -> list[tuple[str, str]]:
         f = s["fullest"]
         parts = [("every region held the routing" if s["fits"] else "a region overflowed its reservation",
                   "all within" if s["fits"] else "OVERFLOW")]
-        if f:
-            parts.append((f"fullest: {f['phase']} {f['region']} {f['fill'] * 100:.1f} %",
-                          f"fullest {f['fill'] * 100:.1f} %"))
         if s["time"]:
             parts.append((", ".join(f"{p} {_time(t)}" for p, t in s["time"].items()), ""))
+        if f:
+            parts.append((f"fullest: {f['phase']} {f['region']} {f['fill'] * 100:.1f} %",
+                          f"fullest region {f['fill'] * 100:.1f} %"))
         return parts + [_errors_part(s)]
     if c == "replay":
         n, k = s["num_fields"], s["num_wrong_fields"]

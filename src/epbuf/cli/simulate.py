@@ -8,7 +8,8 @@ import argparse
 import sys
 
 from ._options import (
-    DEFAULT_BACKEND, FILE_ARG, add_plan_options, check_backend_options, int_arg, plan_from_args, print_json,
+    DEFAULT_BACKEND, FILE_ARG, add_plan_options, add_wide_option, check_backend_options, int_arg, output_width,
+    plan_from_args, print_json,
 )
 
 
@@ -37,6 +38,7 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.simulate/1)")
     p.add_argument("--plot", metavar="FILE", type=FILE_ARG,
                    help="write the traffic heatmap and occupancy bars (.png, .svg or .pdf; needs epbuf[plot])")
+    add_wide_option(p)
     p.set_defaults(run=run)
 
 
@@ -115,14 +117,20 @@ def run(args: argparse.Namespace) -> int:
         from ..simulate.plot import plot_simulation
 
         plot_simulation(sim, args.plot)
+    from ..verdict import summary, verdict_text
+
+    data = to_dict(sim)
+    data["summary"] = summary("simulate", data)
     if args.json:
-        print_json(to_dict(sim))
+        print_json(data)
     else:
         from ..simulate.render import render_simulation
 
+        width = output_width(args)
+        sys.stdout.write(verdict_text(data["summary"], width))
         if why:
             sys.stdout.write(f"backend {backend} {why}; --backend NAME simulates another\n")
-        sys.stdout.write(render_simulation(sim))
+        sys.stdout.write(render_simulation(sim, width))
         for path, what in ((args.plot, "plot"), (args.save_routing, "routing")):
             if path:
                 sys.stdout.write(f"wrote {what}: {path}\n")
