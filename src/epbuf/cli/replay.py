@@ -7,7 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._options import add_plan_options, check_backend_options, plan_from_args, print_json
+from ._options import (
+    add_plan_options, add_wide_option, check_backend_options, output_width, plan_from_args, print_json,
+)
 
 
 def configure(p: argparse.ArgumentParser, command: str) -> None:
@@ -15,6 +17,7 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
                      "does, and print each field as written and as read (exit status 0: a demonstration).")
     add_plan_options(p, backend=False)
     p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.replay/1)")
+    add_wide_option(p)
     p.set_defaults(run=run)
 
 
@@ -31,9 +34,14 @@ def run(args: argparse.Namespace) -> int:
             raise InvalidArgumentError([Problem(dest, getattr(args, dest), "not used by replay (the record "
                                                                            "replayed does not depend on the device)")])
     check_backend_options(args, ("ascend",), "replay replays DeepEP-Ascend", can_choose=False)
+    from ..verdict import summary, verdict_text
+
     result = replay(plan_from_args(args))
+    data = replay_to_dict(result)
+    data["summary"] = summary("replay", data)
     if args.json:
-        print_json(replay_to_dict(result))
+        print_json(data)
     else:
-        sys.stdout.write(render_replay(result))
+        width = output_width(args)
+        sys.stdout.write(verdict_text(data["summary"], width) + render_replay(result, width))
     return 0

@@ -81,7 +81,7 @@ def table(headers: list[str], rows: list[list[str]], right: set[int] | None = No
             cols.remove(c)
             moved.append(c)
         for k, r in enumerate(rows):
-            under[k] = [f"{headers[c]}: {r[c]}" for c in moved if c < len(r) and r[c]]
+            under[k] = [f"{headers[c]}: {r[c]}" for c in sorted(moved) if c < len(r) and r[c]]
         right = {cols.index(i) for i in right if i in cols}
         wrapping = [cols.index(c) for c in wrapping if c in cols]
         headers = [headers[i] for i in cols]
