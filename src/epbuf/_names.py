@@ -36,13 +36,14 @@ def _lookup(table: dict, index: dict, name: str, argument: str, fallback: str):
     key = index.get(_fold(name))
     if key is not None:
         return table[key]
-    raise UnknownNameError(f"--{argument} ({argument}) = {_shown(name)}: unknown; {_suggest(index, name)}"
+    raise UnknownNameError(f"--{argument} = {_shown(name)}: unknown; {_suggest(index, name)}"
                            f"`epbuf {argument}s` lists all {len(table)}; {fallback}")
 
 
 def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    from .errors import shown_value
+
+    return shown_value(value)
 
 
 def closest(typed: str, names, *, cutoff: float = 0.6) -> str | None:

@@ -243,12 +243,11 @@ def get_device(name: str) -> DeviceSpec:
 
     if not _DEVICE_INDEX:
         _DEVICE_INDEX.update(_index(DEVICES, titles=False))  # titles are descriptions
-    return _lookup(DEVICES, _DEVICE_INDEX, name, "device", "or give the capacity with --hbm SIZE")
+    return _lookup(DEVICES, _DEVICE_INDEX, name, "device", "or --hbm SIZE")
 
 
 _CAPACITY_FORMS = (
-    "use a positive number with a unit B, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB "
-    "(powers of 1000), e.g. 96GiB, 143771MiB, or name the device with --device"
+    "allowed a positive size with a unit, e.g. 96GiB, 143771MiB, 80GB"
 )
 
 

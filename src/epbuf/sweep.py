@@ -115,7 +115,7 @@ def parse_values(text: str, option: str, integer: bool = True) -> list:
     """
     from .errors import InvalidArgumentError, Problem
 
-    forms = "a list 8,16,32, a range 1:64 (inclusive), 128:4096:128 (step) or 128:4096:*2 (geometric)"
+    forms = "a list 8,16,32 or a range 1:64, 128:4096:128, 128:4096:*2"
     argument = option.lstrip("-").replace("-", "_")
     shown = text if len(text) <= 60 else text[:57] + "..."
     out: list[int] = []

@@ -269,8 +269,7 @@ def unknown_options(extras: list[str], parser: argparse.ArgumentParser) -> list[
         close = (next((o for o in options if o.startswith(flag) and len(flag) > 3), None)  # an abbreviation
                  or closest(flag, own, cutoff=0.8) or closest(flag, sorted(knobs), cutoff=0.9))
         if close:
-            raise InvalidArgumentError([EngineProblem(flag, value, f"unknown option; did you mean {close}? "
-                                                                   "(epbuf takes options spelled out in full)")])
+            raise InvalidArgumentError([EngineProblem(flag, value, f"unknown option; did you mean {close}?")])
         if not eq and i < len(extras) and not _is_option(extras[i]):
             token = f"{token} {extras[i]}"
             i += 1

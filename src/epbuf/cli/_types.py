@@ -38,8 +38,48 @@ class Formatter(argparse.HelpFormatter):
                          width if width is not None else max(40, _terminal_columns() - 2))
 
 
+    #: A ``{a,b,c}`` list of choices longer than this shows as the option's name in capitals,
+    #: the choices going into the help text (usage and option lines stay within the width).
+    MAX_CHOICES_METAVAR = 32
+
+    def _metavar_formatter(self, action, default_metavar):
+        if action.metavar is None and action.choices is not None:
+            listed = "{" + ",".join(map(str, action.choices)) + "}"
+            if len(listed) > self.MAX_CHOICES_METAVAR:
+                name = (action.dest if action.option_strings else default_metavar).upper()
+                return lambda size: (name,) * size if isinstance(size, int) else (name,)
+        return super()._metavar_formatter(action, default_metavar)
+
+    def _get_help_string(self, action):
+        text = super()._get_help_string(action) or ""
+        if action.metavar is None and action.choices is not None and action.option_strings:
+            listed = ",".join(map(str, action.choices))
+            if len(listed) + 2 > self.MAX_CHOICES_METAVAR:
+                text += f" (one of {', '.join(map(str, action.choices))})"
+        return text
+
+    def start_section(self, heading):
+        """Group titles wrapped to the width, as argparse does not."""
+        if heading and len(heading) + 1 > self._width:
+            import textwrap
+
+            heading = "\n".join(textwrap.wrap(heading, self._width - 1))
+        super().start_section(heading)
+
+
 class RawDescriptionFormatter(argparse.RawDescriptionHelpFormatter, Formatter):
-    """:class:`Formatter` that keeps the description's and epilog's line breaks."""
+    """:class:`Formatter` that keeps the description's and epilog's line breaks, each line wrapped
+    to the width (a continuation indented as the line is, plus two)."""
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+
+        out = []
+        for line in text.splitlines():
+            lead = line[:len(line) - len(line.lstrip())]
+            out += textwrap.wrap(line, width, initial_indent=indent, subsequent_indent=indent + lead + "  ",
+                                 break_long_words=False, break_on_hyphens=False) or [indent]
+        return "\n".join(out)
 
 
 class Parser(argparse.ArgumentParser):
@@ -54,15 +94,44 @@ class Parser(argparse.ArgumentParser):
         words = message[len(prefix):].split() if message.startswith(prefix) else []
         if words:  # the first one (a blank argument leaves none)
             message += _closest(words[0].split("=", 1)[0], [o for a in self._actions for o in a.option_strings])
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, fit_line(f"{self.prog}: error: {message.removeprefix('argument ')}") + "\n")
 
     def _check_value(self, action, value) -> None:
         """argparse's refusal of an unknown choice (a command, ``--backend``, an engine), with the
         nearest choice first: ``invalid choice: 'hnit'; did you mean hint? (choose from ...)``."""
         if action.choices is not None and value not in action.choices:
-            choices = ", ".join(map(repr, action.choices))
-            raise argparse.ArgumentError(action, f"invalid choice: {shown(value)}"
-                                         f"{_closest(value, list(action.choices))} (choose from {choices})")
+            raise argparse.ArgumentError(action, f"{shown(value)} is not a choice"
+                                         f"{_closest(value, list(action.choices))}; choose from "
+                                         f"{names_text(list(action.choices))}")
+
+
+#: The most columns an error line takes (one line, piped or not).
+ERROR_COLUMNS = 100
+
+
+def fit_line(line: str, width: int = ERROR_COLUMNS) -> str:
+    """``line`` cut to ``width`` columns: the last guard of the one-line error rule (messages say
+    the argument, the value and what is allowed first, then hints after ``; ``). A line too long
+    loses its last clauses (``; …``), else its last words (``…``)."""
+    if len(line) <= width:
+        return line
+    head = line[:width - 3]
+    cut = head.rfind("; ")
+    if cut > width - 30:
+        return head[:cut] + "; …"
+    cut = max(head.rfind(" "), head.rfind(", "))
+    return head[:cut] + " …" if cut > width // 2 else line[:width - 1] + "…"
+
+
+def names_text(names: list[str], room: int = 48) -> str:
+    """``a, b, c`` of ``names``, as many as fit ``room`` characters, then ``… (N more)``."""
+    out, used = [], 0
+    for k, name in enumerate(names):
+        if out and used + len(name) + 2 > room:
+            return ", ".join(out) + f", … ({len(names) - k} more)"
+        out.append(str(name))
+        used += len(str(name)) + 2
+    return ", ".join(out)
 
 
 def _closest(typed: object, names: list[str]) -> str:
@@ -76,10 +145,11 @@ def _closest(typed: object, names: list[str]) -> str:
     return f"; did you mean {bare[close]}?" if close else ""
 
 
-def shown(text: str, limit: int = 60) -> str:
-    """``repr(text)``, cut to ``limit`` characters (a 5,000-digit value stays one short line)."""
-    r = repr(text)
-    return r if len(r) <= limit else r[:limit - 3] + "..."
+def shown(text: str, limit: int = 32) -> str:
+    """``repr(text)``, cut to ``limit`` characters with ``…`` (a 5,000-digit value stays one short line)."""
+    from ..errors import shown_value
+
+    return shown_value(text, limit)
 
 
 def int_arg(allowed: str, lo: int = 1):

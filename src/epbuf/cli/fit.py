@@ -40,8 +40,8 @@ def _budget(args: argparse.Namespace, capacity: tuple[str, int] | None) -> tuple
     if capacity is None:
         from ..errors import InvalidArgumentError, Problem
 
-        raise InvalidArgumentError([Problem("budget", None, "give --budget SIZE (e.g. 8GiB), or --device NAME / "
-                                                            f"--hbm SIZE for {DEFAULT_BUDGET_PERCENT}% of its memory")])
+        raise InvalidArgumentError([Problem("budget", None, f"give --budget SIZE, or --device / --hbm for "
+                                                            f"{DEFAULT_BUDGET_PERCENT} % of it")])
     budget = budget_from_text(f"{DEFAULT_BUDGET_PERCENT}%", capacity[1])
     return budget, (f"the default: {DEFAULT_BUDGET_PERCENT} % of {capacity_label(*capacity)}, the headroom "
                     "vLLM's default --gpu-memory-utilization 0.9 leaves; --budget to change")

@@ -31,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, dest, None) is not None:
             from ..errors import InvalidArgumentError, Problem
 
-            raise InvalidArgumentError([Problem(dest, getattr(args, dest), "not used by replay (the record "
-                                                                           "replayed does not depend on the device)")])
+            raise InvalidArgumentError([Problem(dest, getattr(args, dest), "not used by replay (the record does not "
+                                                                           "depend on the device)")])
     check_backend_options(args, ("ascend",), "replay replays DeepEP-Ascend", can_choose=False)
     from ..verdict import summary, verdict_text
 

@@ -78,8 +78,7 @@ def _check_size(plan, num_tokens: int | None) -> None:
 
         raise InvalidArgumentError([Problem(
             "num_tokens" if num_tokens is not None else "num_max_tokens_per_rank", tokens,
-            f"the routing would hold {selections:,} selections (ranks {plan.num_ranks:,} x tokens {tokens:,} x top-k "
-            f"{max(plan.num_topk, 1)}); allowed up to {MAX_SELECTIONS:,}: lower --tokens / --num-tokens or --ranks")])
+            f"ranks x tokens x top-k = {selections:,} selections; allowed up to {MAX_SELECTIONS:,}")])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -73,8 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.quiet and args.csv is None and args.plot is None:
         from ..errors import InvalidArgumentError, Problem
 
-        raise InvalidArgumentError([Problem("quiet", True, "--quiet leaves nothing to show: add --csv FILE or "
-                                                           "--plot FILE (or drop --quiet)")])
+        raise InvalidArgumentError([Problem("quiet", True, "nothing to show: add --csv FILE or --plot FILE")])
     if args.plot is not None:
         from ..plot import plot_format
 

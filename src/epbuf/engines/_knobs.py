@@ -142,7 +142,7 @@ def parse_knob(knob: Knob, raw: object) -> object:
     Raises:
         InvalidArgumentError: one line naming the flag or variable, the value and what is allowed.
     """
-    allowed = "allowed " + knob.allowed() + (f" ({knob.help})" if knob.help and knob.kind in ("int", "float") else "")
+    allowed = "allowed " + knob.allowed()
     kind = knob.kind
     if kind in ("bool", "flag"):
         if isinstance(raw, bool):
@@ -315,10 +315,13 @@ def resolve_settings(knobs: tuple[Knob, ...], flags: dict | None, env: dict | No
     for name, raw in (env or {}).items():
         knob = by_env.get(name)
         if knob is None:
-            known = ", ".join(sorted(by_env))
+            from .._names import closest
+
+            near = closest(name, sorted(by_env))
             problems.append(EngineProblem(f"--env {name}", raw,
-                                          f"not an environment variable epbuf models for engine {engine}; "
-                                          f"known: {known}"))
+                                          f"not a variable engine {engine} reads"
+                                          + (f"; did you mean {near}?" if near else "")
+                                          + f"; `epbuf engine {engine} --help` lists them"))
             continue
         given_env[knob.name] = (knob, raw)
     settings: dict[str, Setting] = {}

@@ -85,7 +85,7 @@ def get_model(name: str) -> ModelSpec:
             names and points to ``epbuf models``.
     """
     if not isinstance(name, str) or not name.strip():
-        raise UnknownNameError(f"--model (model) = {_shown(name)}: empty; name a preset (`epbuf models`), a "
+        raise UnknownNameError(f"--model = {_shown(name)}: empty; name a preset (`epbuf models`), a "
                                "Hugging Face id in the local cache, or read a file with --model-config PATH")
     if not _MODEL_INDEX:
         _MODEL_INDEX.update(_index(MODELS))
@@ -101,8 +101,7 @@ def get_model(name: str) -> ModelSpec:
     if variant is not None:
         return variant
     return _lookup(MODELS, _MODEL_INDEX, name, "model",
-                   "or read the model's own file with --model-config PATH (a Hugging Face id works when its "
-                   "config.json is in the local cache)")
+                   "or --model-config PATH")
 
 
 # ------------------------------------------------------------------- Hugging Face cache
