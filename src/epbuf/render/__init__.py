@@ -64,14 +64,22 @@ def table(headers: list[str], rows: list[list[str]], right: set[int] | None = No
     ncols = len(headers)
     wrapping = sorted({c % ncols for c in wrap_columns})
 
+    # The narrowest a wrapped column goes: its longest word (a variable name is not cut) while
+    # the table still fits the width that way, else 12 characters (or its header).
+    words = [max((len(w) for r in rows if c < len(r) for w in r[c].split()), default=0) for c in range(ncols)]
+    whole_words = [True]
+
     def floor(c: int) -> int:
-        return min(widths[c], max(12, len(headers[c])))
+        least = max(12, len(headers[c]), words[c] if whole_words[0] else 0)
+        return min(widths[c], least)
 
     def total(cols: list[int], narrowed: list[int]) -> int:
         return len(indent) + sum(floor(c) if c in narrowed else widths[c] for c in cols) + 2 * (len(cols) - 1)
 
     under: list[list[str]] = [[] for _ in rows]
     moving = [c % ncols for c in ((below,) if isinstance(below, int) else below)]
+    if width is not None and total([c for c in range(ncols) if c not in moving], wrapping) > width:
+        whole_words[0] = False  # even with every movable column moved, whole words do not fit
     if (width is not None or always_below) and moving:
         cols = list(range(ncols))
         moved = []
@@ -87,8 +95,11 @@ def table(headers: list[str], rows: list[list[str]], right: set[int] | None = No
         headers = [headers[i] for i in cols]
         rows = [[r[i] for i in cols if i < len(r)] for r in rows]
         widths = [widths[i] for i in cols]
+        words = [words[i] for i in cols]
     if width is not None and wrapping:
         over = len(indent) + sum(widths) + 2 * (len(widths) - 1) - width
+        if whole_words[0] and over > sum(widths[c] - floor(c) for c in wrapping):
+            whole_words[0] = False
         while over > 0:
             col = max(wrapping, key=lambda c: widths[c] - floor(c))
             if widths[col] <= floor(col):
