@@ -74,7 +74,7 @@ _OPTIONS = {
 
 #: The most characters of a value an error message quotes (the rest is cut with ``…``), so
 #: that a message stays one line of at most 100 columns.
-SHOWN_VALUE = 32
+SHOWN_VALUE = 48
 
 
 def shown_value(value: object, limit: int = SHOWN_VALUE) -> str:
@@ -104,9 +104,7 @@ class Problem:
         self.allowed = allowed
 
     def __str__(self) -> str:
-        option = option_for(self.argument)
-        named = "" if option == "--" + self.argument.replace("_", "-") else f" ({self.argument})"
-        return f"{option}{named} = {shown_value(self.value)}: {self.allowed}"
+        return f"{option_for(self.argument)} ({self.argument}) = {shown_value(self.value)}: {self.allowed}"
 
     def __repr__(self) -> str:
         return f"Problem({self.argument!r}, {self.value!r}, {self.allowed!r})"

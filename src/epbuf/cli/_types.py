@@ -94,7 +94,7 @@ class Parser(argparse.ArgumentParser):
         words = message[len(prefix):].split() if message.startswith(prefix) else []
         if words:  # the first one (a blank argument leaves none)
             message += _closest(words[0].split("=", 1)[0], [o for a in self._actions for o in a.option_strings])
-        self.exit(2, fit_line(f"{self.prog}: error: {message.removeprefix('argument ')}") + "\n")
+        self.exit(2, fit_line(f"{self.prog}: error: {message}") + "\n")
 
     def _check_value(self, action, value) -> None:
         """argparse's refusal of an unknown choice (a command, ``--backend``, an engine), with the
@@ -110,16 +110,32 @@ ERROR_COLUMNS = 100
 
 
 def fit_line(line: str, width: int = ERROR_COLUMNS) -> str:
-    """``line`` cut to ``width`` columns: the last guard of the one-line error rule (messages say
-    the argument, the value and what is allowed first, then hints after ``; ``). A line too long
-    loses its last clauses (``; …``), else its last words (``…``)."""
+    """``line`` within ``width`` columns, the last guard of the one-line error rule (messages are
+    written to fit; ``str()`` of the library's error keeps the whole text). In turn: a quoted
+    value of 48 characters or more, a number of 24 digits or more or a path of 40 characters or
+    more keeps its first 20 and ``…``; parenthesised asides go, last first; then the trailing
+    hints after ``; `` (``; …``), else the last words (``…``)."""
     if len(line) <= width:
         return line
+    import re
+
+    # first the values: a quoted text or a number longer than 24 characters keeps 20 and an ellipsis
+    line = re.sub(r"""('[^']{48,}'|"[^"]{48,}"|'[^']{48,}…|\d{24,}|/[^ :]{40,})""",
+                  lambda m: m.group(0)[:20] + "…" + (m.group(0)[0] if m.group(0)[0] in "'\"" else ""), line)
+    # then the asides: the last parenthesis of 10 characters or more (a citation, a default), one by one
+    while len(line) > width:
+        asides = [m for m in re.finditer(r" \([^()]{8,}\)", line)]
+        if not asides:
+            break
+        line = line[:asides[-1].start()] + line[asides[-1].end():]
+    if len(line) <= width:
+        return line
+    # last, the trailing hints after "; ", else the last words
     head = line[:width - 3]
     cut = head.rfind("; ")
-    if cut > width - 30:
+    if cut > width - 40:
         return head[:cut] + "; …"
-    cut = max(head.rfind(" "), head.rfind(", "))
+    cut = head.rfind(" ")
     return head[:cut] + " …" if cut > width // 2 else line[:width - 1] + "…"
 
 
@@ -145,7 +161,7 @@ def _closest(typed: object, names: list[str]) -> str:
     return f"; did you mean {bare[close]}?" if close else ""
 
 
-def shown(text: str, limit: int = 32) -> str:
+def shown(text: str, limit: int = 40) -> str:
     """``repr(text)``, cut to ``limit`` characters with ``…`` (a 5,000-digit value stays one short line)."""
     from ..errors import shown_value
 

@@ -42,13 +42,13 @@ def _fail(label: str, value: object, allowed: str) -> None:
     raise InvalidArgumentError([EngineProblem(label, value, allowed)])
 
 
-def _shown(value: object, limit: int = 60) -> object:
+def _shown(value: object, limit: int = 20) -> object:
     """``value`` for an error line: long text cut to ``limit`` characters with the total length,
     integers of hundreds of digits named by their length."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
         return f"<an integer of {len(str(abs(value))) if value.bit_length() < 14000 else 'thousands of'} digits>"
     if isinstance(value, str) and len(value) > limit:
-        return f"{value[:limit]}... ({len(value):,} characters)"
+        return f"{value[:limit]}… ({len(value):,} characters)"
     return value
 
 
