@@ -36,7 +36,7 @@ def _lookup(table: dict, index: dict, name: str, argument: str, fallback: str):
     key = index.get(_fold(name))
     if key is not None:
         return table[key]
-    raise UnknownNameError(f"--{argument} = {_shown(name)}: unknown; {_suggest(index, name)}"
+    raise UnknownNameError(f"--{argument} ({argument}) = {_shown(name)}: unknown; {_suggest(index, name)}"
                            f"`epbuf {argument}s` lists all {len(table)}; {fallback}")
 
 

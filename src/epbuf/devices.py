@@ -17,7 +17,7 @@ fixed unit. The label is kept, as text, in ``label``.
 >>> parse_capacity("96 gigs")
 Traceback (most recent call last):
 ...
-epbuf.errors.InvalidArgumentError: --hbm (hbm) = '96 gigs': not a byte size; use a positive number with a unit B, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000), e.g. 96GiB, 143771MiB, or name the device with --device
+epbuf.errors.InvalidArgumentError: --hbm (hbm) = '96 gigs': not a byte size; allowed e.g. 96GiB, 143771MiB, 80GB; or --device NAME
 """
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ def get_device(name: str) -> DeviceSpec:
 
 
 _CAPACITY_FORMS = (
-    "allowed a positive size with a unit, e.g. 96GiB, 143771MiB, 80GB"
+    "allowed e.g. 96GiB, 143771MiB, 80GB; or --device NAME"
 )
 
 

@@ -181,7 +181,7 @@ def parse_launch_line(tokens: list[str], engine: str) -> LaunchLine:
     misplaced = [t for t in rest if t.partition("=")[0] in EPBUF_ONLY_OPTIONS]
     if misplaced:
         raise InvalidArgumentError([EngineProblem(misplaced[0], " ".join(tokens[:3]) + " ...",
-                                                  "an epbuf option inside the launch line; put it before --")])
+                                                  "epbuf's option in the launch line; put it before --")])
     argv: list[str] = []
     if model is not None:
         argv += _model_option(model)

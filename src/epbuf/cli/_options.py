@@ -213,7 +213,7 @@ def check_backend_options(args: argparse.Namespace, backends: tuple[str, ...], w
             continue
         shown = value if not isinstance(value, list) else " ".join(value)
         if len(backends) == 1:
-            where = f"the backend is {backends[0]}" + (f" ({why})" if why else "")
+            where = f"the backend is {backends[0]}" + (f", {why}" if why else "")
         else:
             where = f"none of {', '.join(backends)} reads it"
         verb = "reads" if len(readers) == 1 else "read"

@@ -100,9 +100,9 @@ class Parser(argparse.ArgumentParser):
         """argparse's refusal of an unknown choice (a command, ``--backend``, an engine), with the
         nearest choice first: ``invalid choice: 'hnit'; did you mean hint? (choose from ...)``."""
         if action.choices is not None and value not in action.choices:
-            raise argparse.ArgumentError(action, f"{shown(value)} is not a choice"
-                                         f"{_closest(value, list(action.choices))}; choose from "
-                                         f"{names_text(list(action.choices))}")
+            raise argparse.ArgumentError(action, f"invalid choice: {shown(value)}"
+                                         f"{_closest(value, list(action.choices))} (choose from "
+                                         f"{names_text(list(action.choices))})")
 
 
 #: The most columns an error line takes (one line, piped or not).
@@ -110,31 +110,53 @@ ERROR_COLUMNS = 100
 
 
 def fit_line(line: str, width: int = ERROR_COLUMNS) -> str:
-    """``line`` within ``width`` columns, the last guard of the one-line error rule (messages are
-    written to fit; ``str()`` of the library's error keeps the whole text). In turn: a quoted
-    value of 48 characters or more, a number of 24 digits or more or a path of 40 characters or
-    more keeps its first 20 and ``…``; parenthesised asides go, last first; then the trailing
-    hints after ``; `` (``; …``), else the last words (``…``)."""
+    """``line`` within ``width`` columns: the last guard of the one-line error rule (messages are
+    written to fit; ``str()`` of the library's error keeps the whole text). In turn, until it fits:
+    quoted values of 32 characters or more keep their first 24 (and the ``(N characters)`` they end
+    with), numbers of 16 digits or more their first 8, paths their last name; parenthesised asides
+    go, last first; the trailing hints after ``; `` go (``; …``); the Python name after the option
+    and the spaces around ``=`` go; last, the words that do not fit (``…``)."""
     if len(line) <= width:
         return line
     import re
 
-    # first the values: a quoted text or a number longer than 24 characters keeps 20 and an ellipsis
-    line = re.sub(r"""('[^']{48,}'|"[^"]{48,}"|'[^']{48,}…|\d{24,}|/[^ :]{40,})""",
-                  lambda m: m.group(0)[:20] + "…" + (m.group(0)[0] if m.group(0)[0] in "'\"" else ""), line)
-    # then the asides: the last parenthesis of 10 characters or more (a citation, a default), one by one
-    while len(line) > width:
-        asides = [m for m in re.finditer(r" \([^()]{8,}\)", line)]
+    def quoted(m: re.Match) -> str:
+        q, body = m.group(1), m.group(2).rstrip("…")
+        size = re.search(r" \([\d,]+ characters\)$", body)
+        if size:
+            body = body[:size.start()].rstrip("…")
+        return f"{q}{body[:24]}…{size.group(0) if size else ''}{m.group(3).strip('…')}"
+
+    def hints(text: str) -> str | None:
+        cut = text[:width - 3].rfind("; ")
+        return text[:cut] + "; …" if cut > width - 40 else None
+
+    steps = (
+        lambda t: re.sub(r"""(?<=[=:] )(['"])((?:(?!\1).){32,}?)(\1|…(?=:))""", quoted, t),
+        lambda t: re.sub(r"(?<![\d…])\d{16,}", lambda m: m.group(0)[:8] + "…", t),
+        lambda t: re.sub(r"(?<![\w.])/[^\s:']*/([^\s:'/]+)", lambda m: "…/" + m.group(1)[-24:], t),
+    )
+    for step in steps:
+        line = step(line)
+        if len(line) <= width:
+            return line
+    while len(line) > width:  # the asides: a citation, a default, an upstream name
+        asides = [m for m in re.finditer(r" \((?:[^()]|\([^()]*\)){5,}\)(?! = )", line)
+                  if not m.group(0).endswith("characters)")]
         if not asides:
             break
         line = line[:asides[-1].start()] + line[asides[-1].end():]
     if len(line) <= width:
         return line
-    # last, the trailing hints after "; ", else the last words
-    head = line[:width - 3]
-    cut = head.rfind("; ")
-    if cut > width - 40:
-        return head[:cut] + "; …"
+    for shorter in (lambda t: t, lambda t: re.sub(r"(: error: [^ ]+) \(\w+\)(?= = )", r"\1", t, count=1),
+                    lambda t: t.replace(" = ", "=", 1)):
+        line = shorter(line)
+        if len(line) <= width:
+            return line
+        cut = hints(line)
+        if cut is not None:
+            return cut
+    head = line[:width - 2]
     cut = head.rfind(" ")
     return head[:cut] + " …" if cut > width // 2 else line[:width - 1] + "…"
 

@@ -162,7 +162,7 @@ def parse_knob(knob: Knob, raw: object) -> object:
             digits = str(raw).strip().lstrip("+")
             huge = value is None and digits.isascii() and digits.isdigit()  # digits, but more than 19 of them
             if (huge or (value is not None and value > hi)) and knob.hi is None:
-                allowed += f"; at most {INT_SETTING_MAX} (64-bit)"
+                allowed += "; at most 2^63 - 1 (64-bit)"
             _fail(knob.label, _shown(raw), allowed)
         return value
     if kind == "float":
@@ -233,7 +233,7 @@ def load_json(label: str, text: str) -> dict:
         from ..models.config_json import read_config_text  # regular files only, size-capped
 
         body = read_config_text(text, lambda why: InvalidArgumentError(
-            [EngineProblem(label, _shown(text), "allowed a JSON object, or the path of a JSON file: "
+            [EngineProblem(label, _shown(text), "a JSON object or file: "
                           + why.replace("; give a config.json file", "").replace("a config.json", "a JSON setting"))]))
     return parse_json_object(label, body, shown=text)
 
@@ -320,8 +320,7 @@ def resolve_settings(knobs: tuple[Knob, ...], flags: dict | None, env: dict | No
             near = closest(name, sorted(by_env))
             problems.append(EngineProblem(f"--env {name}", raw,
                                           f"not a variable engine {engine} reads"
-                                          + (f"; did you mean {near}?" if near else "")
-                                          + f"; `epbuf engine {engine} --help` lists them"))
+                                          + (f"; did you mean {near}?" if near else f"; see epbuf engine {engine} --help")))
             continue
         given_env[knob.name] = (knob, raw)
     settings: dict[str, Setting] = {}

@@ -11,7 +11,7 @@ released variant of a preset.
 >>> get_model("deepseek-v4")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-epbuf.errors.UnknownNameError: --model (model) = 'deepseek-v4': unknown; did you mean deepseek-v3, deepseek-v2, deepseek-v3.2? `epbuf models` lists all 25; or read ...
+epbuf.errors.UnknownNameError: --model (model) = 'deepseek-v4': unknown; did you mean deepseek-v3, deepseek-v2, deepseek-v3.2? `epbuf models` lists all 25; or --model-config PATH
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def get_model(name: str) -> ModelSpec:
             names and points to ``epbuf models``.
     """
     if not isinstance(name, str) or not name.strip():
-        raise UnknownNameError(f"--model = {_shown(name)}: empty; name a preset (`epbuf models`), a "
+        raise UnknownNameError(f"--model (model) = {_shown(name)}: empty; name a preset (`epbuf models`), a "
                                "Hugging Face id in the local cache, or read a file with --model-config PATH")
     if not _MODEL_INDEX:
         _MODEL_INDEX.update(_index(MODELS))

@@ -25,8 +25,8 @@ def parse_spec(spec: str) -> tuple[str, tuple[str, ...]]:
     if kind not in KINDS:
         from ..errors import shown_value
 
-        raise UnknownNameError(f"--routing = {shown_value(spec)}: unknown kind; choose from "
-                               f"{', '.join(KINDS)} (`epbuf simulate --help`)")
+        raise UnknownNameError(f"--routing (routing) = {shown_value(spec)}: unknown kind {shown_value(kind, 20)}; "
+                               f"choose from {', '.join(KINDS)}")
     return kind, tuple(params)
 
 
