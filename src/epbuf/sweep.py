@@ -71,8 +71,8 @@ def sweep(base: Plan, axes: dict[str, list], backends: list[str] | tuple[str, ..
 
         longest = max(names, key=lambda n: len(axes[n])) if names else "backend"
         raise InvalidArgumentError([Problem(
-            longest, f"{len(axes[longest]):,} values", f"{count:,} configurations; allowed up to "
-            f"{MAX_CONFIGURATIONS:,} (backends x every list)")])
+            longest, f"{len(axes[longest]):,} values", f"allowed up to {MAX_CONFIGURATIONS:,} "
+            f"configurations (backends x every list), not {count:,}")])
     for name in names:
         for value in axes[name]:
             base.replace(**{name: value})  # raises InvalidArgumentError naming the option and value

@@ -213,20 +213,20 @@ def check_backend_options(args: argparse.Namespace, backends: tuple[str, ...], w
             continue
         shown = value if not isinstance(value, list) else " ".join(value)
         if len(backends) == 1:
-            where = f"the backend is {backends[0]}" + (f", {why}" if why else "")
+            where = f"the backend is {backends[0]}" + (f" ({why})" if why else "")
         else:
             where = f"none of {', '.join(backends)} reads it"
         verb = "reads" if len(readers) == 1 else "read"
-        choose = f" or set --backend{'s' if len(backends) > 1 else ''}" if can_choose else ""
-        readers_text = ", ".join(readers) if len(readers) < 4 else f"{readers[0]} and {len(readers) - 1} others"
-        problems.append(Problem(dest, shown, f"only {readers_text} {verb} it; {where}: remove it{choose}"))
+        choose = f" or choose one of them with --backend{'s' if len(backends) > 1 else ''}" if can_choose else ""
+        problems.append(Problem(dest, shown, f"only {', '.join(readers)} {verb} {option}; {where}: remove it{choose}"))
     packs = getattr(args, "sf_packs", None)
     if packs is not None and "ascend" in backends:
         if not getattr(args, "fp8", True):
-            problems.append(Problem("sf_packs", packs, "with --bf16 no scale factors are sent: remove it"))
+            problems.append(Problem("sf_packs", packs, "--sf-packs counts the scale-factor packs of an FP8 "
+                                                       "dispatch; with --bf16 none are sent: remove it"))
         elif packs == 0:
-            problems.append(Problem("sf_packs", packs, "allowed >= 1 with FP8 (default ceil(hidden/128) x 2), "
-                                                       "or --bf16"))
+            problems.append(Problem("sf_packs", packs, "an FP8 dispatch sends scale factors: allowed >= 1 "
+                                                       "(default ceil(hidden/128) x 2), or use --bf16"))
     if problems:
         raise InvalidArgumentError(problems)
 

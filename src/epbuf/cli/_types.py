@@ -100,9 +100,9 @@ class Parser(argparse.ArgumentParser):
         """argparse's refusal of an unknown choice (a command, ``--backend``, an engine), with the
         nearest choice first: ``invalid choice: 'hnit'; did you mean hint? (choose from ...)``."""
         if action.choices is not None and value not in action.choices:
+            close = _closest(value, list(action.choices))  # the nearest name, else what there is
             raise argparse.ArgumentError(action, f"invalid choice: {shown(value)}"
-                                         f"{_closest(value, list(action.choices))} (choose from "
-                                         f"{names_text(list(action.choices))})")
+                                         + (close or f" (choose from {names_text(list(action.choices))})"))
 
 
 #: The most columns an error line takes (one line, piped or not).
@@ -113,9 +113,10 @@ def fit_line(line: str, width: int = ERROR_COLUMNS) -> str:
     """``line`` within ``width`` columns: the last guard of the one-line error rule (messages are
     written to fit; ``str()`` of the library's error keeps the whole text). In turn, until it fits:
     quoted values of 32 characters or more keep their first 24 (and the ``(N characters)`` they end
-    with), numbers of 16 digits or more their first 8, paths their last name; parenthesised asides
-    go, last first; the trailing hints after ``; `` go (``; …``); the Python name after the option
-    and the spaces around ``=`` go; last, the words that do not fit (``…``)."""
+    with), numbers of 16 digits or more their first 8, paths their last name; citations in
+    parentheses (a source line, a commit, an assertion) go, last first; the trailing hints after
+    ``; `` go (``; …``), then again without the Python name after the option; last, the words that
+    do not fit (``…``)."""
     if len(line) <= width:
         return line
     import re
@@ -125,7 +126,7 @@ def fit_line(line: str, width: int = ERROR_COLUMNS) -> str:
         size = re.search(r" \([\d,]+ characters\)$", body)
         if size:
             body = body[:size.start()].rstrip("…")
-        return f"{q}{body[:24]}…{size.group(0) if size else ''}{m.group(3).strip('…')}"
+        return f"{q}{body[:12 if size else 24]}…{size.group(0) if size else ''}{m.group(3).strip('…')}"
 
     def hints(text: str) -> str | None:
         cut = text[:width - 3].rfind("; ")
@@ -133,29 +134,30 @@ def fit_line(line: str, width: int = ERROR_COLUMNS) -> str:
 
     steps = (
         lambda t: re.sub(r"""(?<=[=:] )(['"])((?:(?!\1).){32,}?)(\1|…(?=:))""", quoted, t),
-        lambda t: re.sub(r"(?<![\d…])\d{16,}", lambda m: m.group(0)[:8] + "…", t),
+        lambda t: re.sub(r"(?<![\d…])\d{16,}(?![\d…])", lambda m: m.group(0)[:8] + "…", t),
         lambda t: re.sub(r"(?<![\w.])/[^\s:']*/([^\s:'/]+)", lambda m: "…/" + m.group(1)[-24:], t),
     )
     for step in steps:
         line = step(line)
         if len(line) <= width:
             return line
-    while len(line) > width:  # the asides: a citation, a default, an upstream name
+    while len(line) > width:  # the citations: a source line, a commit, an assertion
         asides = [m for m in re.finditer(r" \((?:[^()]|\([^()]*\)){5,}\)(?! = )", line)
-                  if not m.group(0).endswith("characters)")]
+                  if re.search(r"[/@]|::|\w\(|:\d|[A-Z]+_[A-Z]", m.group(0))]
         if not asides:
             break
         line = line[:asides[-1].start()] + line[asides[-1].end():]
     if len(line) <= width:
         return line
-    for shorter in (lambda t: t, lambda t: re.sub(r"(: error: [^ ]+) \(\w+\)(?= = )", r"\1", t, count=1),
-                    lambda t: t.replace(" = ", "=", 1)):
-        line = shorter(line)
+    named = line
+    for shorter in (lambda t: t, lambda t: re.sub(r"(: error: [^ ]+) \(\w+\)(?= = )", r"\1", t, count=1)):
+        line = shorter(named)
         if len(line) <= width:
             return line
         cut = hints(line)
         if cut is not None:
             return cut
+    line = named
     head = line[:width - 2]
     cut = head.rfind(" ")
     return head[:cut] + " …" if cut > width // 2 else line[:width - 1] + "…"
@@ -164,11 +166,11 @@ def fit_line(line: str, width: int = ERROR_COLUMNS) -> str:
 def names_text(names: list[str], room: int = 48) -> str:
     """``a, b, c`` of ``names``, as many as fit ``room`` characters, then ``… (N more)``."""
     out, used = [], 0
-    for k, name in enumerate(names):
+    for k, name in enumerate(map(str, names)):
         if out and used + len(name) + 2 > room:
             return ", ".join(out) + f", … ({len(names) - k} more)"
-        out.append(str(name))
-        used += len(str(name)) + 2
+        out.append(name)
+        used += len(name) + 2
     return ", ".join(out)
 
 

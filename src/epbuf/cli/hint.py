@@ -25,13 +25,24 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.set_defaults(run=run)
 
 
+def _verdict_fields(rep) -> dict:
+    """What :func:`epbuf.verdict.summary` reads of an ``epbuf.report/1`` document, for the text
+    path (which does not load the JSON form: ``benchmarks/cold_start.py``)."""
+    return {"title": rep.title, "num_bytes": rep.num_bytes,
+            "findings": [{"severity": f.severity, "code": f.code, "message": f.message} for f in rep.findings]}
+
+
 def run(args: argparse.Namespace) -> int:
-    from ..report.json_form import report_to_dict
     from ..verdict import summary, verdict_text
 
     rep, device, budget = report_from_args(args)
     status = 1 if args.strict and has_error_finding(rep.findings) else 0
-    data = report_to_dict(rep)
+    if args.json:
+        from ..report.json_form import report_to_dict
+
+        data = report_to_dict(rep)
+    else:
+        data = _verdict_fields(rep)
     if device is not None:
         data["device"] = {"name": device[0], "num_bytes": device[1], "share": rep.num_bytes / device[1],
                           "fits": rep.num_bytes <= device[1]}

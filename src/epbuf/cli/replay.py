@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
 
             raise InvalidArgumentError([Problem(dest, getattr(args, dest), "not used by replay (the record does not "
                                                                            "depend on the device)")])
-    check_backend_options(args, ("ascend",), "fixed by replay", can_choose=False)
+    check_backend_options(args, ("ascend",), "replay replays DeepEP-Ascend", can_choose=False)
     from ..verdict import summary, verdict_text
 
     result = replay(plan_from_args(args))

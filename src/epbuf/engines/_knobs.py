@@ -162,7 +162,7 @@ def parse_knob(knob: Knob, raw: object) -> object:
             digits = str(raw).strip().lstrip("+")
             huge = value is None and digits.isascii() and digits.isdigit()  # digits, but more than 19 of them
             if (huge or (value is not None and value > hi)) and knob.hi is None:
-                allowed += "; at most 2^63 - 1 (64-bit)"
+                allowed += "; at most 2^63-1 (64-bit)"
             _fail(knob.label, _shown(raw), allowed)
         return value
     if kind == "float":

@@ -88,7 +88,7 @@ def check_options(ctx) -> None:
         return
     given = [ctx.setting(name) for name in sorted(_OWN) if ctx.setting(name).source != "default"]
     if given:
-        raise InvalidArgumentError([EngineProblem(st.name, st.value, "only read with --uccl-ep (UCCL-EP's drop-in): "
+        raise InvalidArgumentError([EngineProblem(st.name, st.value, "only read with --uccl-ep: "
                                                                      "add --uccl-ep or remove it") for st in given])
 
 
