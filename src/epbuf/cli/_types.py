@@ -38,15 +38,18 @@ class Formatter(argparse.HelpFormatter):
                          width if width is not None else max(40, _terminal_columns() - 2))
 
 
-    #: A ``{a,b,c}`` list of choices longer than this shows as the option's name in capitals,
+    #: A ``{a,b,c}`` list of choices longer than this shows as the option's last word in capitals,
     #: the choices going into the help text (usage and option lines stay within the width).
     MAX_CHOICES_METAVAR = 32
 
     def _metavar_formatter(self, action, default_metavar):
+        listed = action.metavar if isinstance(action.metavar, str) and action.metavar.startswith("{") else None
         if action.metavar is None and action.choices is not None:
             listed = "{" + ",".join(map(str, action.choices)) + "}"
+        if listed is not None:  # (an engine's flag spells its choices in the metavar; its help lists them)
             if len(listed) > self.MAX_CHOICES_METAVAR:
-                name = (action.dest if action.option_strings else default_metavar).upper()
+                name = (action.option_strings[0].lstrip("-").split("-")[-1] if action.option_strings
+                        else default_metavar).upper()
                 return lambda size: (name,) * size if isinstance(size, int) else (name,)
         return super()._metavar_formatter(action, default_metavar)
 

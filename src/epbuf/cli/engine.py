@@ -103,11 +103,8 @@ def build_engine_parser(name: str) -> argparse.ArgumentParser:
             e.add_argument(k.name, *k.aliases, dest=f"knob_{k.dest}", action="store_true", default=None,
                            help=k.help + env)
         else:
-            listed = "{" + ",".join(k.choices) + "}" if k.kind == "choice" else ""
-            metavar = (k.kind.upper() if k.kind != "choice" else listed if len(listed) <= 32  # else the help lists them
-                       else k.name.lstrip("-").split("-")[-1].upper())
-            e.add_argument(k.name, *k.aliases, dest=f"knob_{k.dest}", metavar=metavar,
-                           help=f"{k.help}{default}; {k.allowed()}{env}")
+            e.add_argument(k.name, *k.aliases, dest=f"knob_{k.dest}", metavar=k.kind.upper() if k.kind != "choice"
+                           else "{" + ",".join(k.choices) + "}", help=f"{k.help}{default}; {k.allowed()}{env}")
     e.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="an environment variable the engine reads (see the list below); repeatable")
     e.add_argument("--env-from-shell", dest="env_from_shell", action="store_true",

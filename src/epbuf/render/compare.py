@@ -134,9 +134,14 @@ def render_compare(results: dict, device: tuple[str, int] | None = None, runs_on
     out.append(table(headers[:-2] + headers[-1:], [r[:-2] + r[-1:] for r in rows], right={1, 2, 3, 4}, width=width,
                      below=5 + shift, always_below=True))
     out += _runs_note(runs_on, device[0] if device else "", width) + [""]
-    out.append("Buffers per device (regions: how many, or = the backend with the same buffer; --verbose)")
-    out.append(table(["backend", "buffer", "regions", "bytes", "", "real need"], _buffer_rows(results),
-                     right={2, 3, 4, 5}, width=width, wrap_columns=(1,)))
+    out += wrap("Buffers per device (regions: how many, or = the backend with the same buffer; --verbose)", width)
+    buffers = table(["backend", "buffer", "regions", "bytes", "", "real need"], _buffer_rows(results),
+                    right={2, 3, 4, 5}, width=width, wrap_columns=(1,))
+    if width is not None and max(map(len, buffers.splitlines())) > width:  # without the exact bytes
+        buffers = table(["backend", "buffer", "regions", "size", "real need"],
+                        [r[:3] + r[4:] for r in _buffer_rows(results)], right={2, 3, 4}, width=width,
+                        wrap_columns=(1,))
+    out.append(buffers)
     found = [(name, f) for name, rep in results.items() if isinstance(rep, Report)
              for f in rep.findings if f.severity in ("error", "warning") and f.code != "device.backend-mismatch"]
     if found:
