@@ -142,3 +142,31 @@ def test_text_verdicts_say_total_share_and_fit(capsys, piped):
     assert out.splitlines()[0].startswith("verdict: largest tokens per rank: deepep-v2 174,277; 14.04 GiB per device")
     _, out, _ = run(capsys, "sweep", "--ranks", "8,16", "--tokens", "1024,8192")
     assert out.splitlines()[0] == "verdict: 32 configurations; largest 126.56 GiB; 3 with an error or a broken limit"
+
+
+def test_the_error_guard_keeps_the_option_the_value_and_what_is_allowed():
+    from epbuf.cli._types import fit_line
+
+    short = "epbuf hint: error: --ranks (num_ranks) = 0: allowed >= 1"
+    assert fit_line(short) == short
+    cited = ("epbuf hint: error: --hidden (hidden) = 7001: dispatch hidden bytes 7001 must be a multiple of 32 "
+             "(TokenLayout: EP_UNIFIED_ASSERT(num_hidden_bytes % 32 == 0)); use hidden % 32 == 0")
+    assert fit_line(cited) == ("epbuf hint: error: --hidden = 7001: dispatch hidden bytes 7001 must be a "
+                               "multiple of 32; …")  # the citation, then the Python name, went
+    value = "epbuf engine: error: --env X = '" + "7" * 60 + "… (5,000 characters)': allowed an integer >= 1"
+    assert fit_line(value) == "epbuf engine: error: --env X = '777777777777… (5,000 characters)': allowed an integer >= 1"
+    path = "epbuf simulate: error: --routing-file: /tmp/" + "d" * 80 + "/r.npy: not a regular file"
+    assert fit_line(path) == "epbuf simulate: error: --routing-file: …/r.npy: not a regular file"
+    for text in (cited, value, path, "x" * 300, "epbuf: error: " + "word " * 60):
+        assert len(fit_line(text)) <= 100
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 120])
+def test_verdict_lines_fit_any_width(capsys, width):
+    from epbuf.verdict import verdict_lines
+
+    for argv in (ISSUE_EXAMPLE[:4] + ["--json"] + ISSUE_EXAMPLE[4:], ["compare", "--device", "mi355x", "--json"],
+                 ["fit", "--device", "h100", "--json"], ["hint", "--hbm", "1KiB", "--budget", "10%", "--json"]):
+        _, text, _ = run(capsys, *argv)
+        for line in verdict_lines(json.loads(text)["summary"], width):
+            assert len(line) <= width, line
