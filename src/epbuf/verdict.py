@@ -226,7 +226,7 @@ def _errors_part(s: dict) -> tuple[str, ...]:
 
 
 def _total(n: int) -> tuple[str, ...]:
-    return f"{format_bytes(n)} per device ({format_int(n)} B)", f"{format_bytes(n)} per device"
+    return f"{format_bytes(n)} per device ({format_int(n)} B)", f"{format_bytes(n)} per device", format_bytes(n)
 
 
 def _time(seconds: float) -> str:
@@ -316,6 +316,13 @@ def _fit_line(parts: list[tuple[str, ...]], width: int | None, prefix: str) -> s
                     chosen[k] += 1
                     break
     text = line()
+    if width is not None and len(text) > width:  # then the middle pieces go, the last first
+        for k in range(len(parts) - 2, 0, -1):
+            chosen[k] = len(parts[k])
+            parts[k] = parts[k] + ("",)
+            text = line()
+            if len(text) <= width:
+                return text
     return text if width is None or len(text) <= width else text[:width - 1] + "…"
 
 

@@ -260,7 +260,7 @@ def render_replay(result: Replay, width: int | None = None) -> str:
                      f"{format_int(_num_differing(written, read))}/{format_int(len(written))}",
                      _short(written), _short(read)])
     out.append(table(["field", "elements", "written at", "read at", "differ", "written", "read"], rows,
-                     right={2, 3, 4}, width=width, below=(6, 5)))
+                     right={2, 3, 4}, width=width, below=(6, 5), wrap_columns=(1,)))
     out.append("")
     wrong = [f for f in result.fields if f.num_differing]
     if not wrong:

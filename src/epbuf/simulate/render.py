@@ -63,16 +63,22 @@ def render_simulation(sim: Simulation, width: int | None = None) -> str:
     rows = []
     for u in sim.regions:
         mean, row = f"{u.mean_used_slots:,.0f}", f"{format_int(u.peak_row_slots)}/{format_int(u.slots)}"
-        rows.append([
-            u.phase, u.region, f"{format_int(u.rows)} x {format_int(u.slots)}", format_bytes(u.num_bytes),
-            f"{format_int(u.peak_used_slots)} (rank {u.peak_rank})", _pct(u.peak_used_slots, u.reserved_slots),
-            format_bytes(u.headroom_bytes)]
-            + ([mean, row, format_bytes(u.peak_used_bytes)] if width is None else
-               [f"mean used {mean}; fullest row {row}; peak bytes {format_bytes(u.peak_used_bytes)}"]))
-    headers = ["phase", "region", "rows x slots", "reserved", "peak used", "fill", "headroom"]
-    out.append(table(headers + (["mean used", "fullest row", "peak bytes"] if width is None else ["more"]), rows,
-                     right={2, 3, 4, 5, 6} | ({7, 8, 9} if width is None else set()), width=width, wrap_columns=(1,),
-                     below=(7,), always_below=width is not None))
+        shape, peak = f"{format_int(u.rows)} x {format_int(u.slots)}", format_int(u.peak_used_slots)
+        if width is None:
+            rows.append([u.phase, u.region, shape, format_bytes(u.num_bytes), f"{peak} (rank {u.peak_rank})",
+                         _pct(u.peak_used_slots, u.reserved_slots), format_bytes(u.headroom_bytes), mean, row,
+                         format_bytes(u.peak_used_bytes)])
+        else:  # the narrow form: what does not fit goes on a line under the row
+            rows.append([u.phase, u.region, format_bytes(u.num_bytes), peak,
+                         _pct(u.peak_used_slots, u.reserved_slots), format_bytes(u.headroom_bytes),
+                         f"{shape} slots; peak at rank {u.peak_rank}, mean {mean}; fullest row {row}; peak bytes "
+                         f"{format_bytes(u.peak_used_bytes)}"])
+    if width is None:
+        out.append(table(["phase", "region", "rows x slots", "reserved", "peak used", "fill", "headroom",
+                          "mean used", "fullest row", "peak bytes"], rows, right=set(range(2, 10))))
+    else:
+        out.append(table(["phase", "region", "reserved", "peak used", "fill", "headroom", "more"], rows,
+                         right={2, 3, 4, 5}, width=width, wrap_columns=(1,), below=(6,), always_below=True))
     rings = [u for u in sim.regions if u.is_ring]
     for u in rings:
         passes = -(-u.peak_streamed_row // u.slots) if u.slots else 0
