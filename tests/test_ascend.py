@@ -226,7 +226,7 @@ def test_all_broken_limits_collected_in_one_report():
 @pytest.mark.parametrize(("kwargs", "needle"), [
     # Beyond the int upstream computes in: hidden x element size, a record stride (TOK:36-43).
     ({"hidden": 2**30 + 32, "fp8": False}, "--hidden (hidden) = 1073741856: hidden x element size = 2147483712"),
-    ({"hidden": 2**30 + 32, "fp8": True}, "the combine record of 2147483744 bytes must fit int32"),
+    ({"hidden": 2**30 + 32, "fp8": True}, "the combine record of 2147483744 B must fit int32"),
     ({"hidden": 7168, "num_sf_packs": 2**30}, "--sf-packs (num_sf_packs) = 1073741824: the dispatch record"),
     ({"topk": 2**28}, "--topk (num_topk) = 268435456: the dispatch record"),
 ])

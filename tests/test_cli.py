@@ -107,7 +107,7 @@ def test_no_command_prints_help(capsys):
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["--backend", "deepep-v2", "--hidden", "7001"], "must be a multiple of 32"),
+        (["--backend", "deepep-v2", "--hidden", "7001"], "dispatch hidden bytes = 7001 x 1 = 7001"),
         (["--backend", "deepep-v2", "--deepep-version", "bogus"], "--backend-version (version) = 'bogus'"),
         (["--backend", "deepep-v1", "--ranks", "3", "--experts", "3", "--topk", "3"], "--ranks (num_ranks) = 3"),
         (["--backend", "deepep-v1", "--num-sms", "21"], "--num-sms (num_sms) = 21: must be even"),

@@ -20,7 +20,7 @@ from epbuf.cli import build_parser, main
 from epbuf.cli.engine import build_engine_parser
 from epbuf.engines import ENGINES
 
-from _cli_run import run_cli as run  # tests/_cli_run.py (conftest puts tests/ on the path)
+from _cli_run import run_cli as run, run_cli_whole  # tests/_cli_run.py (conftest puts tests/ on the path)
 from _devices import make_device_nodes
 
 CLI = [sys.executable, "-m", "epbuf.cli"]
@@ -278,21 +278,21 @@ def test_random_command_lines_end_with_a_status_not_a_traceback(tmp_path, monkey
     (["simulate", "--rdma-gbps", "1e400"], "--rdma-gbps (rdma_gbps) = inf: allowed a finite number >= 1e-06"),
     (["simulate", "--latency-us", "inf"], "--latency-us (latency_us) = inf: allowed a finite number >= 0"),
     # 20+ digits: the line said "allowed an integer >= 1" of a value that is one.
-    (["engine", "vllm", "--data-parallel-size", "1" + "0" * 400], "; at most 9223372036854775807 (64-bit)"),
-    (["engine", "vllm", "--max-num-batched-tokens", "9" * 20], "; at most 9223372036854775807 (64-bit)"),
+    (["engine", "vllm", "--data-parallel-size", "1" + "0" * 400], "; at most 2^63-1 (64-bit)"),
+    (["engine", "vllm", "--max-num-batched-tokens", "9" * 20], "; at most 2^63-1 (64-bit)"),
     # An empty text flag was read as "not fp8" / "no group buffers".
     (["engine", "vllm", "--quantization", ""], "--quantization = '': allowed a non-empty value"),
     (["engine", "mindspeed", "--hccl-group-buffer", " "], "--hccl-group-buffer = ' ': allowed a non-empty value"),
 ])
 def test_audit_inputs_are_one_line_and_status_2(capsys, tmp_path, monkeypatch, argv, needle):
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(capsys, *argv)
+    code, out, err = run_cli_whole(capsys, *argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and needle in err, (code, err)
     assert list(tmp_path.iterdir()) == []  # no file named ' ' or '' written
 
 
 def _simulate_routing_file(capsys, path) -> tuple[int, str]:
-    code, out, err = run(capsys, "simulate", "--routing-file", str(path))
+    code, out, err = run_cli_whole(capsys, "simulate", "--routing-file", str(path))
     assert out == "" and err.count("\n") == 1 and "Traceback" not in err
     return code, err
 

@@ -12,11 +12,18 @@ from epbuf.devices import DEVICES
 from epbuf.placement import BACKEND_VENDORS, DEVICE_BACKENDS
 from epbuf.plan import backend_names
 
-from _cli_run import run_cli as run  # tests/_cli_run.py (conftest puts tests/ on the path)
+from _cli_run import run_cli as run, run_cli_whole  # tests/_cli_run.py (conftest puts tests/ on the path)
 
 
 def one_line_error(code: int, out: str, err: str) -> bool:
     return code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+
+
+def body(out: str) -> str:
+    """A command's text after its verdict (the first two lines and a blank one, tests/test_columns.py)."""
+    lines = out.splitlines(keepends=True)
+    assert lines[0].startswith("verdict: ") and lines[2] == "\n", lines[:3]
+    return "".join(lines[3:])
 
 
 def flat(text: str) -> str:
@@ -44,7 +51,7 @@ def test_the_device_chooses_the_backend_and_says_so(capsys, device, backend):
 
 def test_readme_first_example_sizes_deepep_v2_on_an_h200(capsys):
     code, out, _ = run(capsys, "hint", "--model", "deepseek-v3", "--ranks", "64", "--device", "h200")
-    assert code == 0 and out.startswith("DeepEP V2 EPBuffer (refactor") and "DeepEP-Ascend" not in out
+    assert code == 0 and body(out).startswith("DeepEP V2 EPBuffer (refactor") and "DeepEP-Ascend" not in out
 
 
 def test_without_device_the_default_backend_is_unchanged(capsys):
@@ -69,7 +76,8 @@ def test_compare_marks_the_backends_that_cannot_run_on_the_device(capsys):
     for line in out.splitlines():
         if line.strip() and line.split()[0] in backend_names():
             rows.setdefault(line.split()[0], line)
-    assert code == 0 and " no " in rows["ascend"] and " no " in rows["mori-ep"] and " yes " in rows["deepep-v2"]
+    on_device = {name: row.split()[-1] for name, row in rows.items()}  # the last column of the first table
+    assert code == 0 and on_device["ascend"] == on_device["mori-ep"] == "no" and on_device["deepep-v2"] == "yes"
     assert "ascend runs on Huawei Ascend NPUs; mori-ep runs on AMD GPUs" in flat(out)
     code, out, _ = run(capsys, *argv, "--json")
     data = json.loads(out)
@@ -86,7 +94,7 @@ def test_fit_marks_the_backends_that_cannot_run_on_the_device(capsys):
 def test_simulate_follows_the_device_too(capsys):
     pytest.importorskip("numpy")
     code, out, _ = run(capsys, "simulate", "--ranks", "8", "--topk", "8", "--tokens", "16", "--device", "h800")
-    assert code == 0 and out.startswith("backend deepep-v2 chosen for NVIDIA H800")
+    assert code == 0 and body(out).startswith("backend deepep-v2 chosen for NVIDIA H800")
 
 
 # --- options for another backend ------------------------------------------------------
@@ -121,9 +129,9 @@ def test_options_of_another_backend_are_refused_in_one_line(capsys, argv):
 
 
 def test_the_refusal_names_where_the_backend_came_from(capsys):
-    _, _, err = run(capsys, "hint", "--device", "h200", "--no-hybrid", "--kernel-type", "IntraNode")
+    _, _, err = run_cli_whole(capsys, "hint", "--device", "h200", "--no-hybrid", "--kernel-type", "IntraNode")
     assert "chosen for NVIDIA H200" in err and "--kernel-type" in err
-    _, _, err = run(capsys, "hint", "--backend", "deepep-ll", "--no-hybrid")
+    _, _, err = run_cli_whole(capsys, "hint", "--backend", "deepep-ll", "--no-hybrid")
     assert "only deepep-v2 reads --no-hybrid; the backend is deepep-ll" in err
 
 
@@ -143,7 +151,7 @@ def test_options_of_the_chosen_backend_are_accepted(capsys, argv):
 
 def test_compare_refuses_options_none_of_its_backends_reads(capsys):
     assert run(capsys, "compare", "--no-hybrid")[0] == 0  # deepep-v2 is among all backends
-    code, out, err = run(capsys, "compare", "--backends", "ascend,deepep-ll", "--no-hybrid")
+    code, out, err = run_cli_whole(capsys, "compare", "--backends", "ascend,deepep-ll", "--no-hybrid")
     assert one_line_error(code, out, err) and "none of ascend, deepep-ll reads it" in err
     code, out, err = run(capsys, "fit", "--budget", "8GiB", "--backends", "pplx", "--quant-type", "fp8_blockwise")
     assert one_line_error(code, out, err) and "--quant-type" in err
@@ -208,7 +216,7 @@ def test_model_config_flags_fill_the_keys_the_file_lacks(capsys, tmp_path):
     code, out, _ = run(capsys, "hint", "--model-config", str(config), "--topk", "8", "--experts", "128", "--json")
     inputs = json.loads(out)["inputs"]
     assert code == 0 and (inputs["hidden"], inputs["num_topk"], inputs["num_experts"]) == (4096, 8, 128)
-    code, out, err = run(capsys, "hint", "--model-config", str(config), "--topk", "8")
+    code, out, err = run_cli_whole(capsys, "hint", "--model-config", str(config), "--topk", "8")
     assert one_line_error(code, out, err) and "--experts" in err
 
 
@@ -468,10 +476,11 @@ def test_wide_and_verbose_show_the_sources_and_json_stays_complete(capsys, monke
 
 def test_sweep_says_the_constant_axes_once(capsys):
     code, out, _ = run(capsys, "sweep", "--tokens", "1:3", "--ranks", "8,24", "--backends", "ascend")
-    assert code == 0 and out.splitlines()[0] == "every row: hidden 7,168, top-k 6, experts 256, dtype FP8"
-    assert out.splitlines()[1].split()[:3] == ["backend", "ranks", "tokens"]
+    lines = body(out).splitlines()
+    assert code == 0 and lines[0] == "every row: hidden 7,168, top-k 6, experts 256, dtype FP8"
+    assert lines[1].split()[:3] == ["backend", "ranks", "tokens"]
     code, out, _ = run(capsys, "sweep", "--tokens", "1:3", "--backends", "ascend", "--wide")
-    assert out.splitlines()[0].split()[:3] == ["backend", "hidden", "top-k"]
+    assert body(out).splitlines()[0].split()[:3] == ["backend", "hidden", "top-k"]
 
 
 def test_one_note_is_singular(capsys):

@@ -30,7 +30,7 @@ from epbuf.errors import InvalidArgumentError, UnknownNameError
 from epbuf.report import report_from_dict
 from epbuf.units import GiB, INT32_MAX, MiB
 
-from _cli_run import run_cli  # tests/_cli_run.py (conftest puts tests/ on the path)
+from _cli_run import run_cli, run_cli_whole  # tests/_cli_run.py (conftest puts tests/ on the path)
 
 
 # The vLLM issue #57894 shape: DeepSeek-V4.1-Flash, hidden 5120, 384 routed + 64 redundant experts, EP16.
@@ -620,7 +620,7 @@ def test_largest_true_matches_linear_scan():
 # Errors: every flag / variable path is one line naming it, the value and what is allowed
 # ====================================================================================
 @pytest.mark.parametrize("argv, needle", [
-    (["engine", "vllm", "--env", "FOO=1"], "--env FOO = '1': not an environment variable epbuf models for engine vllm"),
+    (["engine", "vllm", "--env", "FOO=1"], "--env FOO = '1': not a variable engine vllm reads"),
     (["engine", "vllm", "--env", "VLLM_DEEPEP_BUFFER_SIZE_MB=abc"],
      "--env VLLM_DEEPEP_BUFFER_SIZE_MB = 'abc': allowed an integer in 0..8796093022207"),
     (["engine", "vllm", "--env", "VLLM_DEEPEP_BUFFER_SIZE_MB=-1"], "allowed an integer in 0..8796093022207"),
@@ -654,7 +654,7 @@ def test_largest_true_matches_linear_scan():
     (["engine", "sglang", "--deepep-config", "/no/such/file.json"], "No such file"),
     (["engine", "sglang", "--moe-a2a-backend", "deepep_v2", "--deepep-dispatcher-output-dtype", "nvfp4"], "bf16/fp8"),
     (["engine", "megatron", "--moe-flex-dispatcher-num-sms", "21"], "must be even"),
-    (["engine", "megatron", "--moe-flex-dispatcher-backend", "hybridep"], "epbuf models --moe-token-dispatcher-type flex"),
+    (["engine", "megatron", "--moe-flex-dispatcher-backend", "hybridep"], "epbuf models the deepep backend of flex"),
     (["engine", "megatron", "--expert-model-parallel-size", "8", "--ranks", "16"], "--ranks = 16"),
     (["engine", "sgl-kernel-npu", "--env", "HCCL_BUFFSIZE=0"], "--env HCCL_BUFFSIZE = '0': allowed an integer >= 1"),
     (["engine", "sgl-kernel-npu", "--env", "HCCL_BUFFSIZE=200MB"], "--env HCCL_BUFFSIZE = '200MB'"),
@@ -672,7 +672,7 @@ def test_largest_true_matches_linear_scan():
     (["engine", "nosuch"], "invalid choice: 'nosuch'"),
 ])
 def test_error_paths_are_one_line(capsys, argv, needle):
-    code, out, err = run_cli(capsys, *argv)
+    code, out, err = run_cli_whole(capsys, *argv)
     assert code == 2, (out, err)
     assert needle in err
     assert err.count("\n") == 1 and out == ""

@@ -18,7 +18,7 @@ from epbuf.cli._engine_launch import parse_launch_line
 from epbuf.engines import report
 from epbuf.errors import EpbufError, InvalidArgumentError
 
-from _cli_run import run_cli  # tests/_cli_run.py (conftest puts tests/ on the path)
+from _cli_run import run_cli, run_cli_whole  # tests/_cli_run.py (conftest puts tests/ on the path)
 
 
 def findings(data: dict, code: str) -> list[dict]:
@@ -45,7 +45,7 @@ def test_issue_12_flags_epbuf_does_not_model_are_ignored_in_one_note(capsys):
 def test_issue_12_a_misspelled_option_is_still_one_line(capsys):
     code, out, err = run_cli(capsys, "engine", "vllm", "--budegt", "8GiB")
     assert code == 2 and out == "" and err.count("\n") == 1 and "did you mean --budget?" in err
-    code, _, err = run_cli(capsys, "engine", "vllm", "deepseek-ai/DeepSeek-V3")
+    code, _, err = run_cli_whole(capsys, "engine", "vllm", "deepseek-ai/DeepSeek-V3")
     assert code == 2 and "paste the engine's whole launch line after --" in err
 
 
@@ -144,11 +144,11 @@ def test_issue_12_launch_line_with_a_local_checkpoint(capsys, tmp_path):
     ("vllm", ["python", "-m", "sglang.launch_server", "--tp", "8"], "a sglang launch line"),
     ("sglang", ["vllm", "serve", "x"], "a vllm launch line"),
     ("vllm", [], "allowed the engine's launch line after --"),
-    ("vllm", ["vllm", "serve", "deepseek-ai/DeepSeek-V3", "--json"], "--json = 'vllm serve deepseek-ai/DeepSeek-V3 ...': an "
-                                                                     "epbuf option inside the launch line; put it before --"),
+    ("vllm", ["vllm", "serve", "deepseek-ai/DeepSeek-V3", "--json"], "--json = 'vllm serve deepseek-ai/DeepSeek-V3 ...': "
+                                                                     "epbuf's option in the launch line; put it before --"),
 ])
 def test_issue_12_launch_line_errors_are_one_line(capsys, engine, line, message):
-    code, out, err = run_cli(capsys, "engine", engine, "--", *line)
+    code, out, err = run_cli_whole(capsys, "engine", engine, "--", *line)
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err
 
 
@@ -230,7 +230,7 @@ DEEP = '{"a":' * 10000 + "1" + "}" * 10000
     (["vllm", "--deepep-config-does-not-exist", DEEP], ""),  # ignored flags are listed, never parsed
 ])
 def test_issue_9_hostile_engine_values_are_one_line(capsys, argv, needle):
-    code, out, err = run_cli(capsys, "engine", *argv)
+    code, out, err = run_cli_whole(capsys, "engine", *argv)
     if not needle:
         assert code == 0 and "Traceback" not in err
         return

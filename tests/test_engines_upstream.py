@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from _cli_run import whole_errors  # tests/_cli_run.py (conftest puts tests/ on the path)
 
 from epbuf.backends import deepep_v1
 from epbuf.cli import main
@@ -122,7 +123,8 @@ def test_5_mindspeed_group_names(capsys):
     assert windows(engine(capsys, *qwen, "--megatron-version", "core_r0.8.0"))["tp_exp"] == 256  # 512 MiB
     legacy = windows(engine(capsys, *qwen, "--megatron-version", "core_r0.8.0", "--engine-version", "legacy"))
     assert legacy["tp_exp"] == legacy["exp"] == 128  # parallel_state.py:183: the exp value, 256 MiB
-    code = main(["engine", "mindspeed", "--engine-version", "legacy", "--hccl-group-buffer", "exp:300,tp_exp:50"])
+    with whole_errors():
+        code = main(["engine", "mindspeed", "--engine-version", "legacy", "--hccl-group-buffer", "exp:300,tp_exp:50"])
     assert code == 2 and "splits on ';' only" in capsys.readouterr().err
 
 
@@ -157,7 +159,8 @@ def test_7_megatron_sm_knobs(capsys):
     assert "megatron.deprecated-num-sms" in [f["code"] for f in data["report"]["findings"]]
     hybrid = engine(capsys, "megatron", "--expert-model-parallel-size", "16", "--moe-hybridep-num-sms", "24")
     assert hybrid["num_bytes"] == flex.num_bytes  # routed to moe_flex_dispatcher_num_sms
-    assert main(["engine", "megatron", "--moe-deepep-num-sms", "24", "--moe-hybridep-num-sms", "32"]) == 2
+    with whole_errors():
+        assert main(["engine", "megatron", "--moe-deepep-num-sms", "24", "--moe-hybridep-num-sms", "32"]) == 2
     assert "TransformerConfig.__post_init__ raises ValueError" in capsys.readouterr().err
     # cosmetic: moe_deepep_num_sms is transformer_config.py:969
     (knob,) = [k for k in get_engine("megatron").knobs if k.name == "--moe-deepep-num-sms"]
@@ -241,7 +244,8 @@ def test_vllm_ascend_static_eplb_and_mix_placement(capsys, tmp_path):
     mix = engine(capsys, *base, "--additional-config",
                  '{"mix_placement": true, "eplb_config": {"dynamic_eplb": true, "num_redundant_experts": 16}}')
     assert {s["name"]: s["value"] for s in mix["settings"]}["experts seen by MC2"] == 256 + 1 + 16 + 15  # :96-97
-    assert main(["engine", *base, "--additional-config", '{"eplb_config": {"expert_map_path": "map.txt"}}']) == 2
+    with whole_errors():
+        assert main(["engine", *base, "--additional-config", '{"eplb_config": {"expert_map_path": "map.txt"}}']) == 2
     assert ".json file" in capsys.readouterr().err
 
 

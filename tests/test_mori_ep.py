@@ -20,7 +20,7 @@ from epbuf.plan import Plan, report, summarize
 from epbuf.report import report_from_dict, report_to_dict, summary_of
 from epbuf.units import GiB
 
-from _cli_run import run_cli as run_main  # tests/_cli_run.py (conftest puts tests/ on the path)
+from _cli_run import run_cli as run_main, run_cli_whole  # tests/_cli_run.py (conftest puts tests/ on the path)
 
 DSV3 = dict(hidden=7168, num_topk=8, num_experts=256)
 
@@ -439,7 +439,7 @@ def test_cli_compare_fit_sweep_layout(capsys, tmp_path):
     (("--topk", "0"), "--topk (num_topk) = 0"),
 ])
 def test_cli_bad_input_is_one_line_exit_2(capsys, argv, text):
-    code, out, err = run_main(capsys, "hint", "--backend", "mori-ep", *argv)
+    code, out, err = run_cli_whole(capsys, "hint", "--backend", "mori-ep", *argv)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and text in err
 

@@ -91,12 +91,9 @@ def test_bf16_and_sf_pack_variants():
 
 
 def run_main(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:  # argparse's one-line errors
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
+    from _cli_run import run_cli_whole  # error lines as the library wrote them
+
+    return run_cli_whole(capsys, *argv)
 
 
 def test_cli_replay_shows_the_disagreement_and_exits_0(capsys):
@@ -114,7 +111,9 @@ def test_cli_replay_json(capsys):
     data = json.loads(out)
     assert code == 0 and data["schema"] == SCHEMA == "epbuf.replay/1"
     assert set(data) == {"schema", "backend", "upstream", "inputs", "num_slot_bytes", "writer", "reader", "sample",
-                         "fields", "consistent", "findings"}
+                         "fields", "consistent", "findings", "summary"}
+    summary = data.pop("summary")
+    assert summary["fits"] is False and summary["num_wrong_fields"] == 4  # the verdict: fields read back wrong
     assert data == json.loads(json.dumps(replay_to_dict(replay(epbuf.Plan(hidden=7000, **DEFAULT)))))
     src = data["fields"][-1]
     assert src["name"] == "src_token_global_idx" and src["reads_next_slot"] and src["read_end"] == 7324

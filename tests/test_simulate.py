@@ -355,12 +355,9 @@ def test_published_rows_cover_every_table_and_model_one_exactly():
 
 # ------------------------------------------------------------------------------- CLI
 def _run(argv, capsys):
-    try:
-        status = main(argv)
-    except SystemExit as exit_:  # argparse's one-line errors
-        status = exit_.code
-    out = capsys.readouterr()
-    return status, out.out, out.err
+    from _cli_run import run_cli_whole  # error lines as the library wrote them
+
+    return run_cli_whole(capsys, *argv)
 
 
 def test_cli_json_schema(capsys):
@@ -580,7 +577,7 @@ def test_ascend_and_low_latency_match_a_token_by_token_walk(n, k, seed):
 
 
 def test_link_numbers_must_be_finite_and_long_times_print_in_seconds():
-    with pytest.raises(InvalidArgumentError, match=r"latency_us\) = 10+: allowed a finite number >= 0"):
+    with pytest.raises(InvalidArgumentError, match=r"latency_us\) = 10+…: allowed a finite number >= 0"):
         custom_links(get_links("h800"), latency_us=10 ** 309)  # an int beyond any float
     with pytest.raises(InvalidArgumentError, match=r"nvlink_gbps\) = nan: allowed a finite number"):
         custom_links(get_links("h800"), nvlink_gbps=float("nan"))

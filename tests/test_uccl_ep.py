@@ -498,7 +498,7 @@ def test_uccl_options_without_uccl_ep_are_refused_and_unlisted(capsys, engine):
     are not listed among the settings."""
     code, out, err = run(capsys, "engine", engine, "--model", "deepseek-v3", "--ranks", "16", "--uccl-nic", "efa")
     assert (code, out) == (2, "")
-    assert err == ("epbuf engine: error: --uccl-nic = 'efa': only read with --uccl-ep (UCCL-EP's drop-in): "
+    assert err == ("epbuf engine: error: --uccl-nic = 'efa': only read with --uccl-ep: "
                    "add --uccl-ep or remove it\n")
     code, out, _ = run(capsys, "engine", engine, "--model", "deepseek-v3", "--ranks", "16", "--json")
     names = {s["name"] for s in json.loads(out)["settings"]}

@@ -41,8 +41,9 @@ def _lookup(table: dict, index: dict, name: str, argument: str, fallback: str):
 
 
 def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    from .errors import shown_value
+
+    return shown_value(value)
 
 
 def closest(typed: str, names, *, cutoff: float = 0.6) -> str | None:

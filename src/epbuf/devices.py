@@ -17,7 +17,7 @@ fixed unit. The label is kept, as text, in ``label``.
 >>> parse_capacity("96 gigs")
 Traceback (most recent call last):
 ...
-epbuf.errors.InvalidArgumentError: --hbm (hbm) = '96 gigs': not a byte size; use a positive number with a unit B, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000), e.g. 96GiB, 143771MiB, or name the device with --device
+epbuf.errors.InvalidArgumentError: --hbm (hbm) = '96 gigs': not a byte size; allowed e.g. 96GiB, 143771MiB, 80GB; or --device NAME
 """
 
 from __future__ import annotations
@@ -243,15 +243,14 @@ def get_device(name: str) -> DeviceSpec:
 
     if not _DEVICE_INDEX:
         _DEVICE_INDEX.update(_index(DEVICES, titles=False))  # titles are descriptions
-    return _lookup(DEVICES, _DEVICE_INDEX, name, "device", "or give the capacity with --hbm SIZE")
+    return _lookup(DEVICES, _DEVICE_INDEX, name, "device", "or --hbm SIZE")
 
 
 #: A unitless ``--hbm`` below this is refused as a forgotten unit (no device has under 1 MiB).
 MIN_UNITLESS_CAPACITY = 1 << 20
 
 _CAPACITY_FORMS = (
-    "use a positive number with a unit B, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB "
-    "(powers of 1000), e.g. 96GiB, 143771MiB, or name the device with --device"
+    "allowed e.g. 96GiB, 143771MiB, 80GB; or --device NAME"
 )
 
 

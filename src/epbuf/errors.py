@@ -40,6 +40,7 @@ __all__ = [
     "ArgumentProblem",
     "Checker",
     "option_for",
+    "shown_value",
     "check_int",
     "check_bool",
 ]
@@ -71,6 +72,18 @@ _OPTIONS = {
 }
 
 
+#: The most characters of a value an error message quotes (the rest is cut with ``…``), so
+#: that a message stays one line of at most 100 columns.
+SHOWN_VALUE = 48
+
+
+def shown_value(value: object, limit: int = SHOWN_VALUE) -> str:
+    """``repr(value)``, cut to ``limit`` characters with ``…`` (a 5,000-character value stays a
+    short line)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def option_for(argument: str) -> str:
     """The CLI option of a Python argument name (``num_ranks -> --ranks``)."""
     return _OPTIONS.get(argument, "--" + argument.replace("_", "-"))
@@ -91,7 +104,7 @@ class Problem:
         self.allowed = allowed
 
     def __str__(self) -> str:
-        return f"{option_for(self.argument)} ({self.argument}) = {self.value!r}: {self.allowed}"
+        return f"{option_for(self.argument)} ({self.argument}) = {shown_value(self.value)}: {self.allowed}"
 
     def __repr__(self) -> str:
         return f"Problem({self.argument!r}, {self.value!r}, {self.allowed!r})"
@@ -104,7 +117,7 @@ class ArgumentProblem(Problem):
     __slots__ = ()
 
     def __str__(self) -> str:
-        return f"{self.argument} = {self.value!r}: {self.allowed}"
+        return f"{self.argument} = {shown_value(self.value)}: {self.allowed}"
 
 
 class InvalidArgumentError(EpbufError):

@@ -100,9 +100,8 @@ def budget_from_text(text: str, capacity: int | None, option: str = "--budget") 
             raise InvalidArgumentError([Problem(argument, text, "allowed above 0 % and up to 100 % of the "
                                                                 "device memory")])
         if capacity is None:
-            raise InvalidArgumentError([Problem(argument, text, "a percentage needs the device memory: add "
-                                                                "--device NAME or --hbm SIZE, or give a size "
-                                                                "such as 8GiB")])
+            raise InvalidArgumentError([Problem(argument, text, "a share needs --device or --hbm; or a size, "
+                                                                "e.g. 8GiB")])
         return int(capacity * share / 100)
     from .units import parse_bytes
 

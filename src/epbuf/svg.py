@@ -295,7 +295,7 @@ def check_svg_path(path: str, option: str = "--svg") -> None:
     if suffix not in ("", ".svg"):
         from .errors import EpbufError
 
-        raise EpbufError(f"{option}: {path}: the byte map is SVG; name the file .svg (for PNG, convert it, "
+        raise EpbufError(f"{option}: {path}: the byte map is SVG; name the file .svg (convert it for PNG, "
                          "e.g. with cairosvg or rsvg-convert)")
 
 

@@ -71,8 +71,8 @@ def sweep(base: Plan, axes: dict[str, list], backends: list[str] | tuple[str, ..
 
         longest = max(names, key=lambda n: len(axes[n])) if names else "backend"
         raise InvalidArgumentError([Problem(
-            longest, f"{len(axes[longest]):,} values", f"the sweep would have {count:,} configurations "
-            f"(backends x every list); allowed up to {MAX_CONFIGURATIONS:,}; narrow the lists")])
+            longest, f"{len(axes[longest]):,} values", f"allowed up to {MAX_CONFIGURATIONS:,} "
+            f"configurations (backends x every list), not {count:,}")])
     for name in names:
         for value in axes[name]:
             base.replace(**{name: value})  # raises InvalidArgumentError naming the option and value
@@ -115,7 +115,7 @@ def parse_values(text: str, option: str, integer: bool = True) -> list:
     """
     from .errors import InvalidArgumentError, Problem
 
-    forms = "a list 8,16,32, a range 1:64 (inclusive), 128:4096:128 (step) or 128:4096:*2 (geometric)"
+    forms = "a list 8,16,32 or a range 1:64, 128:4096:128, 128:4096:*2"
     argument = option.lstrip("-").replace("-", "_")
     shown = text if len(text) <= 60 else text[:57] + "..."
     out: list[int] = []

@@ -98,12 +98,9 @@ def parse_bytes(text: str) -> int:
     match = re.fullmatch(_SIZE, text) if isinstance(text, str) else None
     unit = match.group(3).lower() if match else None
     if match is None or unit not in _UNITS:
-        shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
-        raise ValueError(
-            f"{shown} is not a byte size; use a number with an optional unit "
-            "B, KiB, MiB, GiB, TiB (powers of 1024; K, M, G, T mean the same) or KB, MB, GB, TB "
-            "(powers of 1000), e.g. 8GiB, 512MiB, 3e9"
-        )
+        from .errors import shown_value
+
+        raise ValueError(f"{shown_value(text, 24)} is not a byte size; allowed e.g. 8GiB, 4G, 512MiB, 80GB, 3e9")
     exponent = int(match.group(2) or 0)
     if abs(exponent) > _MAX_EXPONENT:
         raise ValueError(f"{text.strip()!r} is out of range; allowed 0..{MAX_BYTES:,} B (int64)")

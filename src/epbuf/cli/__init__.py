@@ -141,7 +141,9 @@ def _drop_stdout() -> None:
 def _error(command: str, message: str, kind: str = "error: ") -> None:
     if sys.stderr is not None:
         try:
-            sys.stderr.write(f"{PROG}{' ' + command if command else ''}: {kind}{message}\n")
+            from ._types import fit_line
+
+            sys.stderr.write(fit_line(f"{PROG}{' ' + command if command else ''}: {kind}{message}") + "\n")
             sys.stderr.flush()
         except (OSError, ValueError):
             pass

@@ -181,7 +181,7 @@ def parse_launch_line(tokens: list[str], engine: str) -> LaunchLine:
     misplaced = [t for t in rest if t.partition("=")[0] in EPBUF_ONLY_OPTIONS]
     if misplaced:
         raise InvalidArgumentError([EngineProblem(misplaced[0], " ".join(tokens[:3]) + " ...",
-                                                  "an epbuf option inside the launch line; put it before --")])
+                                                  "epbuf's option in the launch line; put it before --")])
     argv: list[str] = []
     if model is not None:
         argv += _model_option(model)
@@ -269,8 +269,7 @@ def unknown_options(extras: list[str], parser: argparse.ArgumentParser) -> list[
                  or next((o for o in options if o.startswith(flag) and len(flag) > 3), None)  # an abbreviation
                  or _closest_bare(flag, own, 0.8) or _closest_bare(flag, sorted(knobs), 0.9))
         if close:
-            raise InvalidArgumentError([EngineProblem(flag, value, f"unknown option; did you mean {close}? "
-                                                                   "(epbuf takes options spelled out in full)")])
+            raise InvalidArgumentError([EngineProblem(flag, value, f"unknown option; did you mean {close}?")])
         if not eq and i < len(extras) and not _is_option(extras[i]):
             token = f"{token} {extras[i]}"
             i += 1

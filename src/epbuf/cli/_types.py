@@ -38,8 +38,51 @@ class Formatter(argparse.HelpFormatter):
                          width if width is not None else max(40, _terminal_columns() - 2))
 
 
+    #: A ``{a,b,c}`` list of choices longer than this shows as the option's last word in capitals,
+    #: the choices going into the help text (usage and option lines stay within the width).
+    MAX_CHOICES_METAVAR = 32
+
+    def _metavar_formatter(self, action, default_metavar):
+        listed = action.metavar if isinstance(action.metavar, str) and action.metavar.startswith("{") else None
+        if action.metavar is None and action.choices is not None:
+            listed = "{" + ",".join(map(str, action.choices)) + "}"
+        if listed is not None:  # (an engine's flag spells its choices in the metavar; its help lists them)
+            if len(listed) > self.MAX_CHOICES_METAVAR:
+                name = (action.option_strings[0].lstrip("-").split("-")[-1] if action.option_strings
+                        else default_metavar).upper()
+                return lambda size: (name,) * size if isinstance(size, int) else (name,)
+        return super()._metavar_formatter(action, default_metavar)
+
+    def _get_help_string(self, action):
+        text = super()._get_help_string(action) or ""
+        if action.metavar is None and action.choices is not None and action.option_strings:
+            listed = ",".join(map(str, action.choices))
+            if len(listed) + 2 > self.MAX_CHOICES_METAVAR:
+                text += f" (one of {', '.join(map(str, action.choices))})"
+        return text
+
+    def start_section(self, heading):
+        """Group titles wrapped to the width, as argparse does not."""
+        if heading and len(heading) + 1 > self._width:
+            import textwrap
+
+            heading = "\n".join(textwrap.wrap(heading, self._width - 1))
+        super().start_section(heading)
+
+
 class RawDescriptionFormatter(argparse.RawDescriptionHelpFormatter, Formatter):
-    """:class:`Formatter` that keeps the description's and epilog's line breaks."""
+    """:class:`Formatter` that keeps the description's and epilog's line breaks, each line wrapped
+    to the width (a continuation indented as the line is, plus two)."""
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+
+        out = []
+        for line in text.splitlines():
+            lead = line[:len(line) - len(line.lstrip())]
+            out += textwrap.wrap(line, width, initial_indent=indent, subsequent_indent=indent + lead + "  ",
+                                 break_long_words=False, break_on_hyphens=False) or [indent]
+        return "\n".join(out)
 
 
 class Parser(argparse.ArgumentParser):
@@ -62,15 +105,84 @@ class Parser(argparse.ArgumentParser):
         if words:  # the first one (a blank argument leaves none)
             message += (_stray_value_hint(self._argv, words)
                         or _closest(words[0].split("=", 1)[0], [o for a in self._actions for o in a.option_strings]))
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, fit_line(f"{self.prog}: error: {message}") + "\n")
 
     def _check_value(self, action, value) -> None:
         """argparse's refusal of an unknown choice (a command, ``--backend``, an engine), with the
         nearest choice first: ``invalid choice: 'hnit'; did you mean hint? (choose from ...)``."""
         if action.choices is not None and value not in action.choices:
-            choices = ", ".join(map(repr, action.choices))
+            close = _closest(value, list(action.choices))  # the nearest name, else what there is
             raise argparse.ArgumentError(action, f"invalid choice: {shown(value)}"
-                                         f"{_closest(value, list(action.choices))} (choose from {choices})")
+                                         + (close or f" (choose from {names_text(list(action.choices))})"))
+
+
+#: The most columns an error line takes (one line, piped or not).
+ERROR_COLUMNS = 100
+
+
+def fit_line(line: str, width: int = ERROR_COLUMNS) -> str:
+    """``line`` within ``width`` columns: the last guard of the one-line error rule (messages are
+    written to fit; ``str()`` of the library's error keeps the whole text). In turn, until it fits:
+    quoted values of 32 characters or more keep their first 24 (and the ``(N characters)`` they end
+    with), numbers of 16 digits or more their first 8, paths their last name; citations in
+    parentheses (a source line, a commit, an assertion) go, last first; the trailing hints after
+    ``; `` go (``; …``), then again without the Python name after the option; last, the words that
+    do not fit (``…``)."""
+    if len(line) <= width:
+        return line
+    import re
+
+    def quoted(m: re.Match) -> str:
+        q, body = m.group(1), m.group(2).rstrip("…")
+        size = re.search(r" \([\d,]+ characters\)$", body)
+        if size:
+            body = body[:size.start()].rstrip("…")
+        return f"{q}{body[:12 if size else 24]}…{size.group(0) if size else ''}{m.group(3).strip('…')}"
+
+    def hints(text: str) -> str | None:
+        cut = text[:width - 3].rfind("; ")
+        return text[:cut] + "; …" if cut > width - 40 else None
+
+    steps = (
+        lambda t: re.sub(r"""(?<=[=:] )(['"])((?:(?!\1).){32,}?)(\1|…(?=:))""", quoted, t),
+        lambda t: re.sub(r"(?<![\d…])\d{16,}(?![\d…])", lambda m: m.group(0)[:8] + "…", t),
+        lambda t: re.sub(r"(?<![\w.])/[^\s:']*/([^\s:'/]+)", lambda m: "…/" + m.group(1)[-24:], t),
+    )
+    for step in steps:
+        line = step(line)
+        if len(line) <= width:
+            return line
+    while len(line) > width:  # the citations: a source line, a commit, an assertion
+        asides = [m for m in re.finditer(r" \((?:[^()]|\([^()]*\)){5,}\)(?! = )", line)
+                  if re.search(r"[/@]|::|\w\(|:\d|[A-Z]+_[A-Z]", m.group(0))]
+        if not asides:
+            break
+        line = line[:asides[-1].start()] + line[asides[-1].end():]
+    if len(line) <= width:
+        return line
+    named = line
+    for shorter in (lambda t: t, lambda t: re.sub(r"(: error: [^ ]+) \(\w+\)(?= = )", r"\1", t, count=1)):
+        line = shorter(named)
+        if len(line) <= width:
+            return line
+        cut = hints(line)
+        if cut is not None:
+            return cut
+    line = named
+    head = line[:width - 2]
+    cut = head.rfind(" ")
+    return head[:cut] + " …" if cut > width // 2 else line[:width - 1] + "…"
+
+
+def names_text(names: list[str], room: int = 48) -> str:
+    """``a, b, c`` of ``names``, as many as fit ``room`` characters, then ``… (N more)``."""
+    out, used = [], 0
+    for k, name in enumerate(map(str, names)):
+        if out and used + len(name) + 2 > room:
+            return ", ".join(out) + f", … ({len(names) - k} more)"
+        out.append(name)
+        used += len(name) + 2
+    return ", ".join(out)
 
 
 _UNITS = {"b", "kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib", "k", "m", "g", "t", "%"}
@@ -108,10 +220,11 @@ def _closest(typed: object, names: list[str]) -> str:
     return f"; did you mean {bare[close]}?" if close else ""
 
 
-def shown(text: str, limit: int = 60) -> str:
-    """``repr(text)``, cut to ``limit`` characters (a 5,000-digit value stays one short line)."""
-    r = repr(text)
-    return r if len(r) <= limit else r[:limit - 3] + "..."
+def shown(text: str, limit: int = 40) -> str:
+    """``repr(text)``, cut to ``limit`` characters with ``…`` (a 5,000-digit value stays one short line)."""
+    from ..errors import shown_value
+
+    return shown_value(text, limit)
 
 
 def int_arg(allowed: str, lo: int = 1):

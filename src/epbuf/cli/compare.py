@@ -18,6 +18,7 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     add_plan_options(p, backend=False)
     p.add_argument("--backends", type=BACKENDS_ARG, help="comma-separated subset (default: all)")
     p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.compare/1)")
+    p.add_argument("--verbose", action="store_true", help="every region of every backend (default: the buffers)")
     add_wide_option(p)
     p.set_defaults(run=run)
 
@@ -38,20 +39,24 @@ def run(args: argparse.Namespace) -> int:
             if found:
                 results[name] = rep.replace(findings=found + rep.findings)
     on_device = {n: runs_on(n, device.vendor) for n in names} if device is not None else None
-    if args.json:
-        from ..report.json_form import report_to_dict
+    from ..report.json_form import report_to_dict
+    from ..verdict import summary, verdict_text
 
-        data = {
-            "schema": "epbuf.compare/1",
-            "plan": {k: v for k, v in plan.as_dict().items() if k != "deepep_config"},
-            "backends": {n: report_to_dict(r) if isinstance(r, Report) else {"error": str(r)} for n, r in results.items()},
-        }
-        if capacity is not None:
-            data["device"] = {"name": capacity[0], "num_bytes": capacity[1],
-                              "vendor": device.vendor if device is not None else None, "runs_on": on_device}
+    data = {
+        "schema": "epbuf.compare/1",
+        "plan": {k: v for k, v in plan.as_dict().items() if k != "deepep_config"},
+        "backends": {n: report_to_dict(r) if isinstance(r, Report) else {"error": str(r)} for n, r in results.items()},
+    }
+    if capacity is not None:
+        data["device"] = {"name": capacity[0], "num_bytes": capacity[1],
+                          "vendor": device.vendor if device is not None else None, "runs_on": on_device}
+    data["summary"] = summary("compare", data)
+    if args.json:
         print_json(data)
         return 0
     from ..render.compare import render_compare
 
-    sys.stdout.write(render_compare(results, device=capacity, runs_on=on_device, width=output_width(args)))
+    width = output_width(args)
+    sys.stdout.write(verdict_text(data["summary"], width) + render_compare(
+        results, device=capacity, runs_on=on_device, width=width, plan=data["plan"], verbose=args.verbose))
     return 0

@@ -41,8 +41,8 @@ def _budget(args: argparse.Namespace, capacity: tuple[str, int] | None) -> tuple
     if capacity is None:
         from ..errors import InvalidArgumentError, Problem
 
-        raise InvalidArgumentError([Problem("budget", None, "give --budget SIZE (e.g. 8GiB), or --device NAME / "
-                                                            f"--hbm SIZE for {DEFAULT_BUDGET_PERCENT}% of its memory")])
+        raise InvalidArgumentError([Problem("budget", None, f"give --budget SIZE, or --device / --hbm for "
+                                                            f"{DEFAULT_BUDGET_PERCENT} % of it")])
     budget = budget_from_text(f"{DEFAULT_BUDGET_PERCENT}%", capacity[1])
     return budget, (f"the default: {DEFAULT_BUDGET_PERCENT} % of {capacity_label(*capacity)}, the headroom "
                     "vLLM's default --gpu-memory-utilization 0.9 leaves; --budget to change")
@@ -77,26 +77,30 @@ def run(args: argparse.Namespace) -> int:
             results[name] = error
     variable = "num_ranks" if by_ranks else "num_max_tokens_per_rank"
     on_device = {n: runs_on(n, device.vendor) for n in names} if device is not None else None
+    from ..report.json_form import report_to_dict
+    from ..verdict import summary, verdict_text
+
+    def as_json(r):
+        if isinstance(r, Exception):
+            return {"error": str(r)}
+        d = r.as_dict()
+        d["report"] = report_to_dict(r.report) if r.report is not None else None
+        d["constant_failures"] = list(r.constant_failures)
+        return d
+
+    data = {"schema": "epbuf.fit/1", "variable": variable, "budget": budget, "budget_note": note,
+            "results": {n: as_json(r) for n, r in results.items()}}
+    if capacity is not None:
+        data["device"] = {"name": capacity[0], "num_bytes": capacity[1],
+                          "vendor": device.vendor if device is not None else None, "runs_on": on_device}
+    data["summary"] = summary("fit", data)
     if args.json:
-        from ..report.json_form import report_to_dict
-
-        def as_json(r):
-            if isinstance(r, Exception):
-                return {"error": str(r)}
-            d = r.as_dict()
-            d["report"] = report_to_dict(r.report) if r.report is not None else None
-            d["constant_failures"] = list(r.constant_failures)
-            return d
-
-        data = {"schema": "epbuf.fit/1", "variable": variable, "budget": budget, "budget_note": note,
-                "results": {n: as_json(r) for n, r in results.items()}}
-        if capacity is not None:
-            data["device"] = {"name": capacity[0], "num_bytes": capacity[1],
-                              "vendor": device.vendor if device is not None else None, "runs_on": on_device}
         print_json(data)
         return 0
     from ..render.compare import render_fit
 
-    sys.stdout.write(render_fit(results, budget, variable, budget_note=note, runs_on=on_device,
-                                width=output_width(args), device_name=device.title if device else ""))
+    width = output_width(args)
+    sys.stdout.write(verdict_text(data["summary"], width) + render_fit(
+        results, budget, variable, budget_note=note, runs_on=on_device, width=width,
+        device_name=device.title if device else ""))
     return 0

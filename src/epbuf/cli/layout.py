@@ -31,13 +31,17 @@ def run(args: argparse.Namespace) -> int:
         from ..svg import render_svg
 
         write_text_atomic(args.svg, render_svg(rep), option="--svg")
-    if args.json:
-        from ..report.json_form import report_to_dict
+    from ..report.json_form import report_to_dict
+    from ..verdict import summary, verdict_text
 
-        data = report_to_dict(rep)
-        print_json({k: data[k] for k in ("schema", "backend", "upstream", "inputs", "records", "findings")})
+    full = report_to_dict(rep)
+    data = {k: full[k] for k in ("schema", "backend", "upstream", "inputs", "records", "findings")}
+    data["summary"] = summary("layout", data)
+    if args.json:
+        print_json(data)
         return 0
     from ..render.report import render_layout
 
-    sys.stdout.write(render_layout(rep, width=output_width(args)))
+    width = output_width(args)
+    sys.stdout.write(verdict_text(data["summary"], width) + render_layout(rep, width=width))
     return 0

@@ -22,11 +22,19 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.set_defaults(run={"models": run_models, "devices": run_devices, "versions": run_versions}[command])
 
 
+def _summarised(command: str, data: dict) -> dict:
+    """``data`` with its ``summary`` (:func:`epbuf.verdict.summary`)."""
+    from ..verdict import summary
+
+    data["summary"] = summary(command, data)
+    return data
+
+
 def run_models(args: argparse.Namespace) -> int:
     from ..models.presets import MODELS
 
     if args.json:
-        print_json({"schema": "epbuf.models/1", "models": [m.as_dict() for m in MODELS.values()]})
+        print_json(_summarised("models", {"schema": "epbuf.models/1", "models": [m.as_dict() for m in MODELS.values()]}))
         return 0
     from ..render import table
     from ..units import format_int
@@ -46,7 +54,8 @@ def run_devices(args: argparse.Namespace) -> int:
     from ..devices import DEVICES
 
     if args.json:
-        print_json({"schema": "epbuf.devices/1", "devices": [d.as_dict() for d in DEVICES.values()]})
+        print_json(_summarised("devices", {"schema": "epbuf.devices/1",
+                                           "devices": [d.as_dict() for d in DEVICES.values()]}))
         return 0
     from ..render import table
     from ..units import format_bytes, format_int
@@ -80,7 +89,7 @@ def run_versions(args: argparse.Namespace) -> int:
         default, versions = backend_versions(name)
         data[name] = {"default": default, "versions": versions}
     if args.json:
-        print_json({"schema": "epbuf.versions/1", "backends": data})
+        print_json(_summarised("versions", {"schema": "epbuf.versions/1", "backends": data}))
         return 0
     from ..render import wrap
 

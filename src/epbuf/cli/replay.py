@@ -7,7 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._options import add_plan_options, check_backend_options, plan_from_args, print_json
+from ._options import (
+    add_plan_options, add_wide_option, check_backend_options, output_width, plan_from_args, print_json,
+)
 
 
 def configure(p: argparse.ArgumentParser, command: str) -> None:
@@ -17,6 +19,7 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     # a device; options of other backends would be ignored).
     add_plan_options(p, backend=False, only=("ascend",), drop=("--device", "--hbm"))
     p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.replay/1)")
+    add_wide_option(p)
     p.set_defaults(run=run)
 
 
@@ -24,9 +27,14 @@ def run(args: argparse.Namespace) -> int:
     from ..codec.replay import render_replay, replay, replay_to_dict
 
     check_backend_options(args, ("ascend",), "replay replays DeepEP-Ascend", can_choose=False)
+    from ..verdict import summary, verdict_text
+
     result = replay(plan_from_args(args))
+    data = replay_to_dict(result)
+    data["summary"] = summary("replay", data)
     if args.json:
-        print_json(replay_to_dict(result))
+        print_json(data)
     else:
-        sys.stdout.write(render_replay(result))
+        width = output_width(args)
+        sys.stdout.write(verdict_text(data["summary"], width) + render_replay(result, width))
     return 0

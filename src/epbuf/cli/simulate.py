@@ -8,7 +8,8 @@ import argparse
 import sys
 
 from ._options import (
-    DEFAULT_BACKEND, FILE_ARG, add_plan_options, check_backend_options, int_arg, plan_from_args, print_json,
+    DEFAULT_BACKEND, FILE_ARG, add_plan_options, add_wide_option, check_backend_options, int_arg, output_width,
+    plan_from_args, print_json,
 )
 
 
@@ -40,6 +41,7 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output (schema epbuf.simulate/1)")
     p.add_argument("--plot", metavar="FILE", type=FILE_ARG,
                    help="write the traffic heatmap and occupancy bars (.png, .svg or .pdf; needs epbuf[plot])")
+    add_wide_option(p)
     p.set_defaults(run=run)
 
 
@@ -79,8 +81,7 @@ def _check_size(plan, num_tokens: int | None) -> None:
 
         raise InvalidArgumentError([Problem(
             "num_tokens" if num_tokens is not None else "num_max_tokens_per_rank", tokens,
-            f"the routing would hold {selections:,} selections (ranks {plan.num_ranks:,} x tokens {tokens:,} x top-k "
-            f"{max(plan.num_topk, 1)}); allowed up to {MAX_SELECTIONS:,}: lower --tokens / --num-tokens or --ranks")])
+            f"{selections:,} selections (ranks x tokens x top-k); allowed up to {MAX_SELECTIONS:,}")])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,14 +115,20 @@ def run(args: argparse.Namespace) -> int:
         from ..simulate.plot import plot_simulation
 
         plot_simulation(sim, args.plot)
+    from ..verdict import summary, verdict_text
+
+    data = to_dict(sim)
+    data["summary"] = summary("simulate", data)
     if args.json:
-        print_json(to_dict(sim))
+        print_json(data)
     else:
         from ..simulate.render import render_simulation
 
+        width = output_width(args)
+        sys.stdout.write(verdict_text(data["summary"], width))
         if why:
             sys.stdout.write(f"backend {backend} {why}; --backend NAME simulates another\n")
-        sys.stdout.write(render_simulation(sim))
+        sys.stdout.write(render_simulation(sim, width))
         for path, what in ((args.plot, "plot"), (args.save_routing, "routing")):
             if path:
                 sys.stdout.write(f"wrote {what}: {path}\n")

@@ -73,8 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.quiet and args.csv is None and args.plot is None:
         from ..errors import InvalidArgumentError, Problem
 
-        raise InvalidArgumentError([Problem("quiet", True, "--quiet leaves nothing to show: add --csv FILE or "
-                                                           "--plot FILE (or drop --quiet)")])
+        raise InvalidArgumentError([Problem("quiet", True, "nothing to show: add --csv FILE or --plot FILE")])
     if args.plot is not None:
         from ..plot import plot_format
 
@@ -106,15 +105,22 @@ def run(args: argparse.Namespace) -> int:
         from ..plot import plot_sweep
 
         plot_sweep(result, args.plot, capacity=device, title=f"{model or 'custom shape'}: total device allocation")
+    from ..verdict import summary, verdict_text
+
+    data = {"schema": "epbuf.sweep/1", "columns": list(result.columns), "varying": list(result.varying),
+            "rows": [list(row) for row in result.rows]}
+    if device is not None:
+        data["device"] = {"name": device[0], "num_bytes": device[1]}
+    data["summary"] = summary("sweep", data)
     if args.json:
-        print_json({"schema": "epbuf.sweep/1", "columns": list(result.columns), "varying": list(result.varying),
-                    "rows": [list(row) for row in result.rows]})
+        print_json(data)
         return 0
     if args.quiet:
         return 0
     from ..render.sweep import render_sweep
 
-    sys.stdout.write(render_sweep(result, device, width=output_width(args)))
+    width = output_width(args)
+    sys.stdout.write(verdict_text(data["summary"], width) + render_sweep(result, device, width=width))
     for path, what in ((args.csv, "CSV"), (args.plot, "plot")):
         if path:
             sys.stdout.write(f"wrote {what}: {path}\n")

@@ -231,23 +231,23 @@ def _short(values: tuple, limit: int = 8) -> str:
     return "[" + ", ".join(one(v) for v in values[:3]) + ", ..., " + ", ".join(one(v) for v in values[-2:]) + "]"
 
 
-def render_replay(result: Replay) -> str:
-    """The text form of ``epbuf replay``."""
-    from ..render import render_inputs, table
+def render_replay(result: Replay, width: int | None = None) -> str:
+    """The text form of ``epbuf replay``; lines fit ``width`` (None: each line whole)."""
+    from ..render import finding_lines, render_inputs, table, wrap
 
     stride = result.writer.num_bytes
-    out = [
-        "DeepEP-Ascend dispatch record on real bytes: written as the dispatch kernel does, read as the receive "
-        "epilogue does",
-        f"  upstream: {result.upstream}",
-        f"  inputs:   {render_inputs(result.inputs)}",
-        f"  writer:   {WRITER_SOURCE} (hidden bytes, then the metadata block laid out with hidden = 0)",
-        f"  reader:   {READER_SOURCE}",
-        f"  buffer:   2 slots of {format_int(stride)} B; slot 0 holds source token "
-        f"{format_int(result.src_token_global_idx)} (the sample), slot 1 source token "
-        f"{format_int(result.next_src_token_global_idx)}",
-        "",
-    ]
+    pad = " " * 12
+    out = wrap("DeepEP-Ascend dispatch record on real bytes: written as the dispatch kernel does, read as the "
+               "receive epilogue does", width, "  ", "")
+    out += wrap(result.upstream, width, pad, "  upstream: ")
+    out += wrap(render_inputs(result.inputs), width, pad, "  inputs:   ")
+    out += wrap(f"{WRITER_SOURCE} (hidden bytes, then the metadata block laid out with hidden = 0)", width, pad,
+                "  writer:   ")
+    out += wrap(READER_SOURCE, width, pad, "  reader:   ")
+    out += wrap(f"2 slots of {format_int(stride)} B; slot 0 holds source token "
+                f"{format_int(result.src_token_global_idx)} (the sample), slot 1 source token "
+                f"{format_int(result.next_src_token_global_idx)}", width, pad, "  buffer:   ")
+    out.append("")
     rows = []
     for f in result.fields:
         written, read, label, dtype = f.written, f.read, f.name, f.dtype
@@ -260,18 +260,19 @@ def render_replay(result: Replay) -> str:
                      f"{format_int(_num_differing(written, read))}/{format_int(len(written))}",
                      _short(written), _short(read)])
     out.append(table(["field", "elements", "written at", "read at", "differ", "written", "read"], rows,
-                     right={2, 3, 4}))
+                     right={2, 3, 4}, width=width, below=(6, 5), wrap_columns=(1,)))
     out.append("")
     wrong = [f for f in result.fields if f.num_differing]
     if not wrong:
-        out.append("every field reads back exactly as written: the writer's and the getters' byte maps coincide")
+        out += wrap("every field reads back exactly as written: the writer's and the getters' byte maps coincide",
+                    width, "  ", "")
     else:
-        out.append(f"{len(wrong)} of {len(result.fields)} fields read back wrong: {', '.join(f.name for f in wrong)}")
+        out += wrap(f"{len(wrong)} of {len(result.fields)} fields read back wrong: "
+                    f"{', '.join(f.name for f in wrong)}", width, "  ", "")
         for f in result.fields:
             if f.reads_next_slot:
-                out.append(f"  {f.name} is read from bytes {format_int(f.read_offset)}..{format_int(f.read_end - 1)}: "
-                           f"{format_int(f.read_end - stride)} B of it belong to the next slot (source token "
-                           f"{format_int(result.next_src_token_global_idx)})")
-    for finding in result.findings:
-        out.append(f"  {finding.severity}: {finding.message}  [{finding.code}]")
+                out += wrap(f"{f.name} is read from bytes {format_int(f.read_offset)}..{format_int(f.read_end - 1)}: "
+                            f"{format_int(f.read_end - stride)} B of it belong to the next slot (source token "
+                            f"{format_int(result.next_src_token_global_idx)})", width, "    ", "  ")
+    out += finding_lines(result.findings, width)
     return "\n".join(out) + "\n"

@@ -42,13 +42,13 @@ def _fail(label: str, value: object, allowed: str) -> None:
     raise InvalidArgumentError([EngineProblem(label, value, allowed)])
 
 
-def _shown(value: object, limit: int = 60) -> object:
+def _shown(value: object, limit: int = 20) -> object:
     """``value`` for an error line: long text cut to ``limit`` characters with the total length,
     integers of hundreds of digits named by their length."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
         return f"<an integer of {len(str(abs(value))) if value.bit_length() < 14000 else 'thousands of'} digits>"
     if isinstance(value, str) and len(value) > limit:
-        return f"{value[:limit]}... ({len(value):,} characters)"
+        return f"{value[:limit]}… ({len(value):,} characters)"
     return value
 
 
@@ -142,7 +142,7 @@ def parse_knob(knob: Knob, raw: object) -> object:
     Raises:
         InvalidArgumentError: one line naming the flag or variable, the value and what is allowed.
     """
-    allowed = "allowed " + knob.allowed() + (f" ({knob.help})" if knob.help and knob.kind in ("int", "float") else "")
+    allowed = "allowed " + knob.allowed()
     kind = knob.kind
     if kind in ("bool", "flag"):
         if isinstance(raw, bool):
@@ -162,7 +162,7 @@ def parse_knob(knob: Knob, raw: object) -> object:
             digits = str(raw).strip().lstrip("+")
             huge = value is None and digits.isascii() and digits.isdigit()  # digits, but more than 19 of them
             if (huge or (value is not None and value > hi)) and knob.hi is None:
-                allowed += f"; at most {INT_SETTING_MAX} (64-bit)"
+                allowed += "; at most 2^63-1 (64-bit)"
             _fail(knob.label, _shown(raw), allowed)
         return value
     if kind == "float":
@@ -233,7 +233,7 @@ def load_json(label: str, text: str) -> dict:
         from ..models.config_json import read_config_text  # regular files only, size-capped
 
         body = read_config_text(text, lambda why: InvalidArgumentError(
-            [EngineProblem(label, _shown(text), "allowed a JSON object, or the path of a JSON file: "
+            [EngineProblem(label, _shown(text), "a JSON object or file: "
                           + why.replace("; give a config.json file", "").replace("a config.json", "a JSON setting"))]))
     return parse_json_object(label, body, shown=text)
 
@@ -317,11 +317,10 @@ def resolve_settings(knobs: tuple[Knob, ...], flags: dict | None, env: dict | No
         if knob is None:
             from .._names import closest
 
-            known = ", ".join(sorted(by_env))
-            near = closest(name, by_env)
+            near = closest(name, sorted(by_env))
             problems.append(EngineProblem(f"--env {name}", raw,
-                                          f"not an environment variable epbuf models for engine {engine}; "
-                                          + (f"did you mean {near}? " if near else "") + f"known: {known}"))
+                                          f"not a variable engine {engine} reads"
+                                          + (f"; did you mean {near}?" if near else f"; see epbuf engine {engine} --help")))
             continue
         given_env[knob.name] = (knob, raw)
     settings: dict[str, Setting] = {}

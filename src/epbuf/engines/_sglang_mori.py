@@ -48,9 +48,7 @@ _COMBINE = {"bf16": "none", "fp8": "fp8_blockwise", "fp8_direct_cast": "fp8_dire
 #: Why ``--moe-a2a-backend pplx`` is one line: the ``PplxDispatcher`` the index stores for upstream
 #: (``token_dispatcher/pplx.py @0e20cc7``) builds pplx-garden's ``rose.kernels.efa_all_to_all.EfaAllToAll``,
 #: a different library from the pplx-kernels ``AllToAll`` the ``pplx`` backend sizes.
-PPLX_NOT_SIZED = (f"not sized by epbuf: SGLang's pplx dispatcher ({REPO} python/sglang/srt/layers/moe/token_dispatcher/"
-                  "pplx.py @0e20cc7) builds pplx-garden's EfaAllToAll (rose), not the pplx-kernels AllToAll that "
-                  "`epbuf hint --backend pplx` sizes; allowed here: deepep, deepep_v2, mori, none")
+PPLX_NOT_SIZED = "pplx-garden's EfaAllToAll, not sized; allowed deepep, deepep_v2, mori, none"
 
 KNOBS = (
     Knob(name="--moe-weight-dtype", kind="choice", default="bf16", choices=("bf16", "fp8", "fp4"),

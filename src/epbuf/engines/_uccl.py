@@ -88,7 +88,7 @@ def check_options(ctx) -> None:
         return
     given = [ctx.setting(name) for name in sorted(_OWN) if ctx.setting(name).source != "default"]
     if given:
-        raise InvalidArgumentError([EngineProblem(st.name, st.value, "only read with --uccl-ep (UCCL-EP's drop-in): "
+        raise InvalidArgumentError([EngineProblem(st.name, st.value, "only read with --uccl-ep: "
                                                                      "add --uccl-ep or remove it") for st in given])
 
 
@@ -208,8 +208,8 @@ def ll_token_recommendations(ctx, knob: str, fixed_bytes: int, plan, *, other_rd
 def no_v2(backend: str):
     """UCCL-EP's drop-in has DeepEP V1's ``Buffer`` only."""
     return InvalidArgumentError([EngineProblem(
-        "--uccl-ep", True, f"UCCL-EP's drop-in ({WRAPPER}) provides DeepEP V1's Buffer, not DeepEP V2's ElasticBuffer "
-                           f"that {backend} builds; drop --uccl-ep or pick a DeepEP V1 backend")])
+        "--uccl-ep", True, f"UCCL-EP is DeepEP V1's Buffer, not DeepEP V2's ElasticBuffer ({backend}); "
+                           "drop --uccl-ep or pick a V1 backend")])
 
 
 def limits_and_findings(prefix: str, own: list) -> list[Finding]:

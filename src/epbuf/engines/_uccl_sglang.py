@@ -155,5 +155,5 @@ def not_deep_ep(backend: str) -> InvalidArgumentError:
     """``--uccl-ep`` with a backend that does not import ``deep_ep``."""
     if backend == "deepep_v2":
         return _uccl.no_v2(backend)
-    return InvalidArgumentError([EngineProblem("--uccl-ep", True, f"--moe-a2a-backend {backend} does not use deep_ep; "
+    return InvalidArgumentError([EngineProblem("--uccl-ep", True, f"{backend} does not use deep_ep; "
                                                                  "UCCL-EP's drop-in replaces DeepEP for deepep")])

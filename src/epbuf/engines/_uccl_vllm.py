@@ -44,7 +44,7 @@ def uccl(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, tokens, to
         return _high_throughput(**common)
     if backend == "deepep_v2":
         raise _uccl.no_v2(backend)
-    raise InvalidArgumentError([EngineProblem("--uccl-ep", True, f"--all2all-backend {backend} does not use deep_ep; "
+    raise InvalidArgumentError([EngineProblem("--uccl-ep", True, f"{backend} does not use deep_ep; "
                                                                  "UCCL-EP's drop-in replaces DeepEP for deepep_low_latency "
                                                                  "and deepep_high_throughput")])
 

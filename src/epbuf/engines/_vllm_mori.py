@@ -56,8 +56,7 @@ def _kernel(ctx, backend: str, internode: bool) -> tuple[str, str, list[Finding]
     if ctx.version == "dp-chunk":
         if backend != "mori":
             raise InvalidArgumentError([EngineProblem(
-                "--all2all-backend", backend, "vLLM before PR #39107 names its MoRI backend mori "
-                                              f"({A2A_OLD}); mori_high_throughput / mori_low_latency are vLLM main's")])
+                "--all2all-backend", backend, "dp-chunk's vLLM names it mori (renamed by PR #39107)")])
         return ("InterNodeV1" if internode else "IntraNode"), A2A_OLD, []
     findings = []
     if backend == "mori":

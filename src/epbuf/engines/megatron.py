@@ -145,8 +145,8 @@ def recipe(ctx: EngineContext) -> EngineReport:
     if ctx.value("--moe-token-dispatcher-type") != "flex" or ctx.value("--moe-flex-dispatcher-backend") != "deepep":
         raise InvalidArgumentError([EngineProblem(
             "--moe-flex-dispatcher-backend", ctx.value("--moe-flex-dispatcher-backend"),
-            "epbuf models --moe-token-dispatcher-type flex with --moe-flex-dispatcher-backend deepep (hybridep and "
-            "ncclep size their buffers inside DeepEP's hybrid-ep branch / TransformerEngine)")])
+            "epbuf models the deepep backend of flex (hybridep and ncclep size their buffers in "
+            "DeepEP's hybrid-ep branch / TransformerEngine)")])
     num_ranks, group_setting = _group(ctx)
     if num_ranks < 2:
         raise InvalidArgumentError([EngineProblem("--expert-model-parallel-size", num_ranks,

@@ -207,15 +207,14 @@ def parse_group_buffer(text: str, legacy: bool = False) -> dict[str, int]:
             value = int(value_text)
         except ValueError:
             raise InvalidArgumentError([EngineProblem("--hccl-group-buffer", text,
-                                                      f"{value_text!r} is not a valid positive integer for key "
-                                                      f"{key!r}")]) from None
+                                                      f"{key}: {value_text!r} is not a valid positive integer")]) from None
         if value <= 0:
             raise InvalidArgumentError([EngineProblem("--hccl-group-buffer", text,
                                                       f"value {value} for key {key!r} must be greater than 0")])
         if value > MAX_GROUP_MB:
             raise InvalidArgumentError([EngineProblem("--hccl-group-buffer", text,
-                                                      f"value {value} for key {key!r} is beyond the uint32 MB of "
-                                                      f"HcclCommConfig.hcclBufferSize (at most {MAX_GROUP_MB})")])
+                                                      f"{key}: {value} is beyond the uint32 MB of hcclBufferSize "
+                                                      f"(at most {MAX_GROUP_MB})")])
         out[key] = value
     return out
 
@@ -295,15 +294,15 @@ def recipe(ctx: EngineContext) -> EngineReport:
         computed = values_for(factor)
     except OverflowError:  # f x S beyond float range: MindSpeed's math.ceil(inf) raises too
         raise InvalidArgumentError([EngineProblem("--hccl-ep-group-buffer-adaptive-factor", factor,
-                                                  "gives group sizes beyond float range (OverflowError)")]) from None
+                                                  "group sizes beyond float range (OverflowError)")]) from None
     too_big = {k: v for k, v in computed.items() if v > MAX_GROUP_MB}
     if adaptive and too_big:
         scaled = {k for k in too_big if k == "tp_exp" or (k == "tp" and s["--moe-token-dispatcher-type"].value
                                                           == "alltoall_seq")}
         label, value = (("--hccl-ep-group-buffer-adaptive-factor", factor) if factor > 0 and scaled == set(too_big)
                         else ("--seq-length", s["--seq-length"].value))
-        raise InvalidArgumentError([EngineProblem(label, value, f"gives {' / '.join(too_big)} buffers above the uint32 "
-                                                                f"MB of hcclBufferSize (at most {MAX_GROUP_MB})")])
+        raise InvalidArgumentError([EngineProblem(label, value, f"{' / '.join(too_big)} above the uint32 MB "
+                                                                f"of hcclBufferSize (at most {MAX_GROUP_MB})")])
 
     def table(f: float) -> dict[str, int]:
         vals = values_for(f) if adaptive else {}

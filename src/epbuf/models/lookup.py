@@ -11,7 +11,7 @@ released variant of a preset.
 >>> get_model("deepseek-v4")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-epbuf.errors.UnknownNameError: --model (model) = 'deepseek-v4': unknown; did you mean deepseek-v3, deepseek-v2, deepseek-v3.2? `epbuf models` lists all 25; or read ...
+epbuf.errors.UnknownNameError: --model (model) = 'deepseek-v4': unknown; did you mean deepseek-v3, deepseek-v2, deepseek-v3.2? `epbuf models` lists all 25; or --model-config PATH
 """
 
 from __future__ import annotations
@@ -111,8 +111,7 @@ def get_model(name: str) -> ModelSpec:
     if variant is not None:
         return variant
     return _lookup(MODELS, _MODEL_INDEX, name, "model",
-                   "or read the model's own file with --model-config PATH (a Hugging Face id works when its "
-                   "config.json is in the local cache)")
+                   "or --model-config PATH")
 
 
 # ------------------------------------------------------------------- Hugging Face cache

@@ -47,14 +47,15 @@ def wrap(text: str, width: int | None, indent: str = "", first: str | None = Non
 
 
 def table(headers: list[str], rows: list[list[str]], right: set[int] | None = None, indent: str = "  ",
-          width: int | None = None, wrap_columns: tuple[int, ...] = (-1,), below: int | tuple = ()) -> str:
+          width: int | None = None, wrap_columns: tuple[int, ...] = (-1,), below: int | tuple = (),
+          always_below: bool = False) -> str:
     """A plain-text table; columns in ``right`` are right-aligned (numbers).
 
     When a line would be longer than ``width``, the widest of ``wrap_columns`` (default the
     last) are narrowed, down to 12 characters (or their header), and their cells wrapped onto
     continuation lines. When that cannot fit the width, the columns ``below`` (a long sentence
     such as a formula or a reason), one after another until the rest fits, move under their row,
-    wrapped to the full width."""
+    wrapped to the full width (``always_below``: whatever the width)."""
     right = right or set()
     widths = [len(h) for h in headers]
     for row in rows:
@@ -63,31 +64,42 @@ def table(headers: list[str], rows: list[list[str]], right: set[int] | None = No
     ncols = len(headers)
     wrapping = sorted({c % ncols for c in wrap_columns})
 
+    # The narrowest a wrapped column goes: its longest word (a variable name is not cut) while
+    # the table still fits the width that way, else 12 characters (or its header).
+    words = [max((len(w) for r in rows if c < len(r) for w in r[c].split()), default=0) for c in range(ncols)]
+    whole_words = [True]
+
     def floor(c: int) -> int:
-        return min(widths[c], max(12, len(headers[c])))
+        least = max(12, len(headers[c]), words[c] if whole_words[0] else 0)
+        return min(widths[c], least)
 
     def total(cols: list[int], narrowed: list[int]) -> int:
         return len(indent) + sum(floor(c) if c in narrowed else widths[c] for c in cols) + 2 * (len(cols) - 1)
 
     under: list[list[str]] = [[] for _ in rows]
     moving = [c % ncols for c in ((below,) if isinstance(below, int) else below)]
-    if width is not None and moving:
+    if width is not None and total([c for c in range(ncols) if c not in moving], wrapping) > width:
+        whole_words[0] = False  # even with every movable column moved, whole words do not fit
+    if (width is not None or always_below) and moving:
         cols = list(range(ncols))
         moved = []
         for c in moving:
-            if total(cols, wrapping) <= width:
+            if not always_below and total(cols, wrapping) <= width:
                 break
             cols.remove(c)
             moved.append(c)
         for k, r in enumerate(rows):
-            under[k] = [f"{headers[c]}: {r[c]}" for c in moved if c < len(r) and r[c]]
+            under[k] = [f"{headers[c]}: {r[c]}" for c in sorted(moved) if c < len(r) and r[c]]
         right = {cols.index(i) for i in right if i in cols}
         wrapping = [cols.index(c) for c in wrapping if c in cols]
         headers = [headers[i] for i in cols]
         rows = [[r[i] for i in cols if i < len(r)] for r in rows]
         widths = [widths[i] for i in cols]
+        words = [words[i] for i in cols]
     if width is not None and wrapping:
         over = len(indent) + sum(widths) + 2 * (len(widths) - 1) - width
+        if whole_words[0] and over > sum(widths[c] - floor(c) for c in wrapping):
+            whole_words[0] = False
         while over > 0:
             col = max(wrapping, key=lambda c: widths[c] - floor(c))
             if widths[col] <= floor(col):

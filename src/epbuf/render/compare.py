@@ -28,33 +28,51 @@ def _runs_note(runs_on: dict | None, device_name: str, width: int | None) -> lis
                        width, "  ", "")
 
 
-def render_compare(results: dict, device: tuple[str, int] | None = None, runs_on: dict | None = None,
-                   width: int | None = None) -> str:
-    """One table: the same plan across backends (``results``: name -> Report or error).
-    ``runs_on`` ({backend: bool}, with ``--device``) adds a column saying which run on the device."""
+def _inputs_line(plan: dict | None, width: int | None) -> list[str]:
+    """``inputs: DeepSeek-V3 (hidden 7,168, top-k 8, experts 256); 16 ranks ...``: what was compared."""
+    if not plan:
+        return []
+    shape = (f"hidden {format_int(plan['hidden'])}, top-k {format_int(plan['num_topk'])}, experts "
+             f"{format_int(plan['num_experts'])}"
+             + (f" + {format_int(plan['num_redundant_experts'])} redundant" if plan.get("num_redundant_experts") else ""))
+    per_node = plan.get("num_ranks_per_node")
+    ranks = f"{format_int(plan['num_ranks'])} ranks" + (f" ({format_int(per_node)} per node)" if per_node else "")
+    text = (f"{plan['model']} ({shape})" if plan.get("model") else shape) + (
+        f"; {ranks}; {format_int(plan['num_max_tokens_per_rank'])} tokens per rank; "
+        f"dtype {'FP8' if plan['use_fp8_dispatch'] else 'BF16'}")
+    return wrap(text, width, "          ", "inputs:   ")
+
+
+def _buffer_key(b) -> tuple:
+    return (b.name, b.num_bytes, b.num_bytes_needed, tuple((r.name, r.num_bytes, r.num_bytes_used) for r in b.regions))
+
+
+def _buffer_rows(results: dict) -> list[list[str]]:
+    """One row per buffer of every backend; a buffer identical to one an earlier backend listed
+    (name, bytes, regions) says so instead of its regions."""
+    seen: dict = {}
     rows = []
     for name, rep in results.items():
         if not isinstance(rep, Report):
-            rows.append([name, "n/a", "", "", ""] + _runs_cell(name, runs_on) + ["", f"rejected: {rep}"])
             continue
-        limit = tightest_limit(rep)
-        if limit is None:
-            limit_text = ""
-        else:
-            state = "BROKEN" if not limit.ok else f"{limit.value / limit.bound * 100:.0f} % of bound"
-            limit_text = f"{limit.name} {format_int(limit.value)} {limit.relation} {format_int(limit.bound)} ({state})"
-        over = rep.num_bytes - rep.num_bytes_needed
-        share = f"{rep.num_bytes / device[1] * 100:.1f} %" if device else ""
-        rows.append([name, format_bytes(rep.num_bytes), format_bytes(rep.num_bytes_needed),
-                     format_bytes(over) if over else "0", share] + _runs_cell(name, runs_on)
-                    + [", ".join(b.name for b in rep.buffers), limit_text])
-    headers = (["backend", "allocation", "real need", "over-reserved", "of device" if device else ""]
-               + (["on device"] if runs_on is not None else []) + ["buffers", "tightest limit"])
-    shift = 1 if runs_on is not None else 0
-    out = [device_line(device)] if device else []
-    out.append(table(headers, rows, right={1, 2, 3, 4}, width=width, wrap_columns=(5 + shift,),
-                     below=(6 + shift, 5 + shift)))
-    out += _runs_note(runs_on, device[0] if device else "", width) + [""]
+        first = True
+        for b, host in [(b, False) for b in rep.buffers] + [(b, True) for b in rep.host_buffers]:
+            key = _buffer_key(b) + (host,)
+            if key in seen:
+                regions = f"= {seen[key]}"
+            else:
+                seen[key] = name
+                regions = format_int(len(b.regions))
+            needed = format_int(b.num_bytes_needed) if b.num_bytes_needed != b.num_bytes else "same"
+            rows.append([name if first else "", b.name + (" (host)" if host else ""), regions,
+                         format_int(b.num_bytes), format_bytes(b.num_bytes), needed])
+            first = False
+    return rows
+
+
+def _region_tables(results: dict, width: int | None) -> list[str]:
+    """Every region of every backend (``--verbose``)."""
+    out = []
     for name, rep in results.items():
         if not isinstance(rep, Report):
             continue
@@ -76,6 +94,60 @@ def render_compare(results: dict, device: tuple[str, int] | None = None, runs_on
         shown = [f for f in rep.findings if f.severity == "error" or f.code == "device.backend-mismatch"]
         out += finding_lines(shown, width)
         out.append("")
+    return out
+
+
+def render_compare(results: dict, device: tuple[str, int] | None = None, runs_on: dict | None = None,
+                   width: int | None = None, plan: dict | None = None, verbose: bool = False) -> str:
+    """One table: the same plan across backends (``results``: name -> Report or error), then each
+    backend's buffers (identical ones said once; ``verbose``: every region). ``plan`` (the Plan's
+    fields) heads it; ``runs_on`` ({backend: bool}, with ``--device``) adds a column saying which
+    run on the device."""
+    rows = []
+    for name, rep in results.items():
+        if not isinstance(rep, Report):
+            rows.append([name, "n/a", "", "", ""] + _runs_cell(name, runs_on) + ["", f"rejected: {rep}"])
+            continue
+        limit = tightest_limit(rep)
+        if limit is None:
+            limit_text = ""
+        else:
+            state = "BROKEN" if not limit.ok else f"{limit.value / limit.bound * 100:.0f} % of bound"
+            limit_text = f"{limit.name} {format_int(limit.value)} {limit.relation} {format_int(limit.bound)} ({state})"
+        over = rep.num_bytes - rep.num_bytes_needed
+        share = f"{rep.num_bytes / device[1] * 100:.1f} %" if device else ""
+        rows.append([name, format_bytes(rep.num_bytes), format_bytes(rep.num_bytes_needed),
+                     format_bytes(over) if over else "0", share] + _runs_cell(name, runs_on)
+                    + [", ".join(b.name for b in rep.buffers), limit_text])
+    headers = (["backend", "allocation", "real need", "over-reserved", "of device" if device else ""]
+               + (["on device"] if runs_on is not None else []) + ["buffers", "tightest limit"])
+    shift = 1 if runs_on is not None else 0
+    out = _inputs_line(plan, width)
+    if device:
+        out.append(device_line(device))
+    if verbose:
+        out.append(table(headers, rows, right={1, 2, 3, 4}, width=width, wrap_columns=(5 + shift,),
+                         below=(6 + shift, 5 + shift)))
+        out += _runs_note(runs_on, device[0] if device else "", width) + [""]
+        return "\n".join(out + _region_tables(results, width)).rstrip() + "\n"
+    # the buffers are the next table: here each backend's tightest limit, under its row
+    out.append(table(headers[:-2] + headers[-1:], [r[:-2] + r[-1:] for r in rows], right={1, 2, 3, 4}, width=width,
+                     below=5 + shift, always_below=True))
+    out += _runs_note(runs_on, device[0] if device else "", width) + [""]
+    out += wrap("Buffers per device (regions: how many, or = the backend with the same buffer; --verbose)", width)
+    buffers = table(["backend", "buffer", "regions", "bytes", "", "real need"], _buffer_rows(results),
+                    right={2, 3, 4, 5}, width=width, wrap_columns=(1,))
+    if width is not None and max(map(len, buffers.splitlines())) > width:  # without the exact bytes
+        buffers = table(["backend", "buffer", "regions", "size", "real need"],
+                        [r[:3] + r[4:] for r in _buffer_rows(results)], right={2, 3, 4}, width=width,
+                        wrap_columns=(1,))
+    out.append(buffers)
+    found = [(name, f) for name, rep in results.items() if isinstance(rep, Report)
+             for f in rep.findings if f.severity in ("error", "warning") and f.code != "device.backend-mismatch"]
+    if found:
+        out += ["", "Findings (errors and warnings; epbuf hint --backend NAME has every note)"]
+        for name, f in sorted(found, key=lambda x: x[1].severity != "error"):
+            out += wrap(f"{f.severity}: {name}: {f.message}  [{f.code}]", width, "    ", "  ")
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -23,8 +23,10 @@ def parse_spec(spec: str) -> tuple[str, tuple[str, ...]]:
         raise _problem("routing", spec, f"a routing spec: {', '.join(KINDS.values())}")
     kind, *params = spec.strip().lower().split(":")
     if kind not in KINDS:
-        raise UnknownNameError(f"--routing (routing) = {spec!r}: unknown kind {kind!r}; "
-                               f"choose one of {', '.join(KINDS.values())}")
+        from ..errors import shown_value
+
+        raise UnknownNameError(f"--routing (routing) = {shown_value(spec)}: unknown kind {shown_value(kind, 20)}; "
+                               f"choose from {', '.join(KINDS)}")
     return kind, tuple(params)
 
 

@@ -3,7 +3,7 @@ formatting: shares, means and GB/s at the modelled time)."""
 
 from __future__ import annotations
 
-from ..render import table
+from ..render import finding_lines, table, wrap
 from ..units import format_bytes, format_int
 from .records import Simulation
 
@@ -35,8 +35,9 @@ def _peak(values) -> tuple[int, int]:
     return (values[best] if values else 0), best
 
 
-def render_simulation(sim: Simulation) -> str:
-    """The human form of ``epbuf simulate``."""
+def render_simulation(sim: Simulation, width: int | None = None) -> str:
+    """The human form of ``epbuf simulate``; lines fit ``width`` (None: each line whole, every
+    column in its own place)."""
     r, n = sim.routing, sim.routing.num_ranks
     g = sim.num_ranks_per_node
     tokens = set(r.num_tokens)
@@ -46,48 +47,62 @@ def render_simulation(sim: Simulation) -> str:
     routed = sum(hist)
     mean_ranks = sum(j * c for j, c in enumerate(hist)) / routed if routed else 0.0
     reached = [j for j, c in enumerate(hist) if c]
-    out = [f"{sim.title}: simulated dispatch and combine",
-           f"  upstream: {sim.upstream}",
-           f"  routing:  {r.name}{f', seed {r.seed}' if r.seed is not None else ''}: {r.description}",
-           f"            {n} ranks x {token_text} tokens x top-{r.num_topk} over {r.num_experts} experts; "
-           f"{format_int(r.num_selections)} selections, {format_int(r.num_masked)} masked; a token reaches "
-           f"{min(reached, default=0)}..{max(reached, default=0)} ranks (mean {mean_ranks:.2f})",
-           f"  topology: {n // g} node(s) x {g} ranks per scale-up domain", ""]
+    out = wrap(f"{sim.title}: simulated dispatch and combine", width, "  ", "")
+    out += wrap(sim.upstream, width, "            ", "  upstream: ")
+    out += wrap(f"{r.name}{f', seed {r.seed}' if r.seed is not None else ''}: {r.description}", width,
+                "            ", "  routing:  ")
+    out += wrap(f"{n} ranks x {token_text} tokens x top-{r.num_topk} over {r.num_experts} experts; "
+                f"{format_int(r.num_selections)} selections, {format_int(r.num_masked)} masked; a token reaches "
+                f"{min(reached, default=0)}..{max(reached, default=0)} ranks (mean {mean_ranks:.2f})", width,
+                "            ", "            ")
+    out += [f"  topology: {n // g} node(s) x {g} ranks per scale-up domain", ""]
 
     # --- occupancy ----------------------------------------------------------------
-    out.append(f"Occupancy per rank (token slots; peak and mean over the {n} ranks; headroom = reserved - peak)")
+    out += wrap(f"Occupancy per rank (token slots; peak and mean over the {n} ranks; headroom = reserved - peak)",
+                width, "  ", "")
     rows = []
     for u in sim.regions:
-        rows.append([
-            u.phase, u.region, f"{format_int(u.rows)} x {format_int(u.slots)}", format_bytes(u.num_bytes),
-            f"{format_int(u.peak_used_slots)} (rank {u.peak_rank})", f"{u.mean_used_slots:,.0f}",
-            _pct(u.peak_used_slots, u.reserved_slots), f"{format_int(u.peak_row_slots)}/{format_int(u.slots)}",
-            format_bytes(u.peak_used_bytes), format_bytes(u.headroom_bytes)])
-    out.append(table(["phase", "region", "rows x slots", "reserved", "peak used", "mean used", "fill",
-                      "fullest row", "peak bytes", "headroom"], rows, right={2, 3, 4, 5, 6, 7, 8, 9}))
+        mean, row = f"{u.mean_used_slots:,.0f}", f"{format_int(u.peak_row_slots)}/{format_int(u.slots)}"
+        shape, peak = f"{format_int(u.rows)} x {format_int(u.slots)}", format_int(u.peak_used_slots)
+        if width is None:
+            rows.append([u.phase, u.region, shape, format_bytes(u.num_bytes), f"{peak} (rank {u.peak_rank})",
+                         _pct(u.peak_used_slots, u.reserved_slots), format_bytes(u.headroom_bytes), mean, row,
+                         format_bytes(u.peak_used_bytes)])
+        else:  # the narrow form: what does not fit goes on a line under the row
+            rows.append([u.phase, u.region, format_bytes(u.num_bytes), peak,
+                         _pct(u.peak_used_slots, u.reserved_slots), format_bytes(u.headroom_bytes),
+                         f"{shape} slots; peak at rank {u.peak_rank}, mean {mean}; fullest row {row}; peak bytes "
+                         f"{format_bytes(u.peak_used_bytes)}"])
+    if width is None:
+        out.append(table(["phase", "region", "rows x slots", "reserved", "peak used", "fill", "headroom",
+                          "mean used", "fullest row", "peak bytes"], rows, right=set(range(2, 10))))
+    else:
+        out.append(table(["phase", "region", "reserved", "peak used", "fill", "headroom", "more"], rows,
+                         right={2, 3, 4, 5}, width=width, wrap_columns=(1,), below=(6,), always_below=True))
     rings = [u for u in sim.regions if u.is_ring]
     for u in rings:
         passes = -(-u.peak_streamed_row // u.slots) if u.slots else 0
         chunks = -(-u.peak_streamed_row // u.chunk_slots) if u.chunk_slots else 0
-        out.append(f"  {u.phase} {u.region}: up to {format_int(u.peak_streamed_row)} tokens stream through one "
-                   f"{format_int(u.slots)}-slot ring ({passes} pass{'es' if passes != 1 else ''}"
-                   + (f", {format_int(chunks)} chunks of <= {u.chunk_slots} tokens" if u.chunk_slots else "")
-                   + f"); flow control keeps at most {format_int(u.slots)} in it")
+        out += wrap(f"{u.phase} {u.region}: up to {format_int(u.peak_streamed_row)} tokens stream through one "
+                    f"{format_int(u.slots)}-slot ring ({passes} pass{'es' if passes != 1 else ''}"
+                    + (f", {format_int(chunks)} chunks of <= {u.chunk_slots} tokens" if u.chunk_slots else "")
+                    + f"); flow control keeps at most {format_int(u.slots)} in it", width, "    ", "  ")
     for u in sim.regions:
         if u.shared:
-            out.append(f"  {u.phase} {u.region}: shared; its {format_bytes(u.num_bytes)} are laid out for the larger "
-                       f"use, this phase's {format_int(u.reserved_slots)} slots take {format_bytes(u.slot_num_bytes)} "
-                       "(headroom counts those)")
+            out += wrap(f"{u.phase} {u.region}: shared; its {format_bytes(u.num_bytes)} are laid out for the larger "
+                        f"use, this phase's {format_int(u.reserved_slots)} slots take {format_bytes(u.slot_num_bytes)} "
+                        "(headroom counts those)", width, "    ", "  ")
     sizes = {u.slot_bytes - u.used_slot_bytes for u in sim.regions if u.slot_bytes != u.used_slot_bytes}
     if sizes:
-        out.append("  peak bytes count the records a real run writes; reserved slots are sized for the hint's "
-                   "records (see `epbuf hint` findings)")
+        out += wrap("peak bytes count the records a real run writes; reserved slots are sized for the hint's "
+                    "records (see `epbuf hint` findings)", width, "    ", "  ")
     violations = sim.violations
     if violations:
         out.append(f"  ERROR: {len(violations)} region(s) overflowed their reservation (see findings)")
     else:
-        out.append(f"  every region held the routing within its reservation (fullest row "
-                   f"{max((u.peak_row_slots / u.slots for u in sim.regions if u.slots), default=0):.1%} of its slots)")
+        out += wrap(f"every region held the routing within its reservation (fullest row "
+                    f"{max((u.peak_row_slots / u.slots for u in sim.regions if u.slots), default=0):.1%} of its "
+                    "slots)", width, "    ", "  ")
     out.append("")
 
     # --- experts --------------------------------------------------------------------
@@ -96,26 +111,31 @@ def render_simulation(sim: Simulation) -> str:
     peak_exp, peak_exp_rank = _peak(e.expanded_tokens)
     peak_recv, peak_recv_rank = _peak(e.recv_tokens)
     out.append(f"Experts ({e.experts_per_rank} per rank; expert_alignment {e.expert_alignment})")
-    out.append(f"  busiest expert: rank {rank} expert {expert} with {format_int(count)} selections "
-               f"(mean {e.mean_expert:,.1f}); {format_int(e.idle_experts)} expert(s) receive nothing")
-    out.append(f"  tokens received per rank: peak {format_int(peak_recv)} (rank {peak_recv_rank}), mean "
-               f"{sum(e.recv_tokens) / n:,.0f}; expanded rows (aligned): peak {format_int(peak_exp)} "
-               f"(rank {peak_exp_rank}), mean {sum(e.expanded_tokens) / n:,.0f}"
-               + (f"; upstream's worst case {format_int(e.bound)}" if e.bound else ""))
+    out += wrap(f"busiest expert: rank {rank} expert {expert} with {format_int(count)} selections "
+                f"(mean {e.mean_expert:,.1f}); {format_int(e.idle_experts)} expert(s) receive nothing", width,
+                "    ", "  ")
+    out += wrap(f"tokens received per rank: peak {format_int(peak_recv)} (rank {peak_recv_rank}), mean "
+                f"{sum(e.recv_tokens) / n:,.0f}; expanded rows (aligned): peak {format_int(peak_exp)} "
+                f"(rank {peak_exp_rank}), mean {sum(e.expanded_tokens) / n:,.0f}"
+                + (f"; upstream's worst case {format_int(e.bound)}" if e.bound else ""), width, "    ", "  ")
     out.append("")
 
     # --- traffic -----------------------------------------------------------------------
-    out.append("Traffic per call (bytes; scale-up = within a scale-up domain, scale-out = between domains)")
+    out += wrap("Traffic per call (bytes; scale-up = within a scale-up domain, scale-out = between domains)", width,
+                "  ", "")
     rows = []
     for t in sim.traffic:
+        up = f"{_gb(max(t.scaleup_send))} / {_gb(max(t.scaleup_recv))}"
+        across = f"{_gb(max(t.scaleout_send))} / {_gb(max(t.scaleout_recv))}"
         rows.append([t.phase, format_int(t.message_bytes), format_int(t.num_messages), _gb(t.scaleup_bytes),
-                     _gb(t.scaleout_bytes), _gb(t.local_bytes),
-                     f"{_gb(max(t.scaleup_send))} / {_gb(max(t.scaleup_recv))}",
-                     f"{_gb(max(t.scaleout_send))} / {_gb(max(t.scaleout_recv))}"])
-    out.append(table(["phase", "message B", "messages", "scale-up", "scale-out", "local",
-                      "busiest scale-up out / in", "busiest scale-out out / in"], rows, right={1, 2, 3, 4, 5, 6, 7}))
+                     _gb(t.scaleout_bytes), _gb(t.local_bytes)]
+                    + ([up, across] if width is None else [f"scale-up {up}, scale-out {across}"]))
+    headers = ["phase", "message B", "messages", "scale-up", "scale-out", "local"]
+    out.append(table(headers + (["busiest scale-up out / in", "busiest scale-out out / in"] if width is None
+                                else ["busiest rank out / in"]), rows, right={1, 2, 3, 4, 5} | ({6, 7} if width is None else set()),
+                     width=width, below=(6,), always_below=width is not None))
     for t in sim.traffic:
-        out.append(f"  {t.phase}: one message per {t.per}, record '{t.record}'; path: {t.path}")
+        out += wrap(f"{t.phase}: one message per {t.per}, record '{t.record}'; path: {t.path}", width, "    ", "  ")
     out.append("")
 
     # --- time ---------------------------------------------------------------------------
@@ -123,24 +143,25 @@ def render_simulation(sim: Simulation) -> str:
         lk = sim.links
         scaleout = f"{lk.scaleout} {lk.scaleout_gbps:g} GB/s + {lk.scaleout_latency_us:g} us" \
             if lk.scaleout_gbps is not None else f"{lk.scaleout} unknown"
-        out.append(f"Time estimate ({lk.title}: {lk.scaleup} {lk.scaleup_gbps:g} GB/s + {lk.scaleup_latency_us:g} us, "
-                   f"{scaleout}; per rank and direction)")
+        out += wrap(f"Time estimate ({lk.title}: {lk.scaleup} {lk.scaleup_gbps:g} GB/s + {lk.scaleup_latency_us:g} "
+                    f"us, {scaleout}; per rank and direction)", width, "  ", "")
         for tm in sim.times:
             if tm.rank < 0:
                 out.append(f"  {tm.phase:<9} {_time(0)}  nothing crosses a link")
                 continue
             peer = f" to rank {tm.peer}" if tm.peer >= 0 else ""
-            out.append(f"  {tm.phase:<9} {_time(tm.seconds):>10}  bound by rank {tm.rank} {tm.link} {tm.direction}{peer}: "
-                       f"{_gb(tm.num_bytes)} at {tm.gbps:g} GB/s + {tm.latency_us:g} us")
-        out.append("  model: bytes / bandwidth + latency per link, the slowest link sets the phase "
-                   "(forwarding hops overlap); no efficiency factor (docs/simulate.md compares it with "
-                   "upstream's published figures)")
+            out += wrap(f"bound by rank {tm.rank} {tm.link} {tm.direction}{peer}: {_gb(tm.num_bytes)} at "
+                        f"{tm.gbps:g} GB/s + {tm.latency_us:g} us", width, " " * 24,
+                        f"  {tm.phase:<9} {_time(tm.seconds):>10}  ")
+        out += wrap("model: bytes / bandwidth + latency per link, the slowest link sets the phase "
+                    "(forwarding hops overlap); no efficiency factor (docs/simulate.md compares it with "
+                    "upstream's published figures)", width, "    ", "  ")
         out.append("")
 
     # --- benchmark accounting -----------------------------------------------------------
     b = sim.benchmark
     if b is not None:
-        out.append(f"Benchmark accounting ({b.script}; {b.source})")
+        out += wrap(f"Benchmark accounting ({b.script}; {b.source})", width, "  ", "")
         for phase, counts in (("dispatch", b.dispatch), ("combine", b.combine)):
             seconds = next((t.seconds for t in sim.times if t.phase == phase), 0.0)
             parts = []
@@ -149,14 +170,13 @@ def render_simulation(sim: Simulation) -> str:
                 if seconds > 0:
                     text += f" -> {per_rank[0] / seconds / 1e9:,.1f} GB/s at the modelled time"
                 parts.append(text)
-            out.append(f"  {phase:<9} rank 0: " + "; ".join(parts))
+            out += wrap("; ".join(parts), width, " " * 20, f"  {phase:<9} rank 0: ")
         if b.note:
-            out.append(f"  note: {b.note}")
+            out += wrap(f"note: {b.note}", width, "    ", "  ")
         out.append("")
 
     if sim.findings:
         out.append("Findings")
-        for f in sim.findings:
-            out.append(f"  {f.severity}: {f.message}  [{f.code}]")
+        out += finding_lines(sim.findings, width)
         out.append("")
     return "\n".join(out).rstrip() + "\n"

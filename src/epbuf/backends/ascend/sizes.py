@@ -59,7 +59,7 @@ def _check_record_int(c: Checker, what: str, num_bytes: int, num_topk: int, argu
         return True
     if num_topk > NUM_MAX_TOPK:
         argument, value = "num_topk", num_topk
-    c.add(argument, value, f"the {what} record of {num_bytes} bytes must fit int32 (TokenLayout::get_num_bytes "
+    c.add(argument, value, f"the {what} record of {num_bytes} B must fit int32 (TokenLayout::get_num_bytes "
                            f"adds ints, {TOK}:36-43)")
     return False
 
