@@ -353,9 +353,9 @@ for call in {calls}:
 
 @pytest.mark.parametrize("blocked, calls, message", [
     ("numpy", ["numpy_ops", "lambda: bfloat16_to_float32([0])"],
-     "this feature needs numpy: pip install 'epbuf[codec]' (from a checkout: '.[codec]')"),
+     "this feature needs numpy: pip install 'epbuf[codec]' (in a checkout: '.[codec]')"),
     ("torch", ["torch_ops"],
-     "this feature needs PyTorch: pip install 'epbuf[torch]' (from a checkout: '.[torch]')"),
+     "this feature needs PyTorch: pip install 'epbuf[torch]' (in a checkout: '.[torch]')"),
 ])
 def test_a_missing_library_names_its_extra(blocked, calls, message):
     """The numpy back-end and the BF16 conversions (one numpy import, codec/_numpy.py) and the

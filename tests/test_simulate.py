@@ -421,7 +421,7 @@ def test_missing_numpy_is_a_one_line_error():
              "from epbuf.cli import main\nraise SystemExit(main(['simulate']))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 2 and "pip install 'epbuf[sim]'" in done.stderr and done.stderr.count("\n") == 1
-    assert "(from a checkout: '.[sim]')" in done.stderr  # issue 21: the form a checkout needs
+    assert "(in a checkout: '.[sim]')" in done.stderr  # issue 21: the form a checkout needs
 
 
 def test_progress_only_on_a_terminal():

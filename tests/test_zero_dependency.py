@@ -53,5 +53,5 @@ def test_an_interrupted_optional_import_stays_an_interrupt(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         optional("epbuf_fake_extension", "needs it: pip install 'epbuf[x]'")
     with pytest.raises(MissingExtraError, match=r"^needs it: pip install 'epbuf\[x\]' "
-                                                r"\(from a checkout: '\.\[x\]'\)$"):
+                                                r"\(in a checkout: '\.\[x\]'\)$"):
         optional("epbuf_no_such_module", "needs it: pip install 'epbuf[x]'")

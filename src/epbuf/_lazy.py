@@ -53,7 +53,7 @@ def optional(name: str, message: str):
 
 def _with_checkout_form(message: str) -> str:
     """``pip install 'epbuf[sim]'`` followed by the form that works in a checkout, where the
-    package is not on an index: ``pip install 'epbuf[sim]' (from a checkout: '.[sim]')`` (short enough
+    package is not on an index: ``pip install 'epbuf[sim]' (in a checkout: '.[sim]')`` (short enough
     that the longest such error line stays within 100 columns)."""
     start = message.find("pip install 'epbuf[")
     end = message.find("]'", start)
@@ -61,7 +61,7 @@ def _with_checkout_form(message: str) -> str:
         return message
     extra = message[start + len("pip install 'epbuf["):end]
     cut = end + 2
-    return f"{message[:cut]} (from a checkout: '.[{extra}]'){message[cut:]}"
+    return f"{message[:cut]} (in a checkout: '.[{extra}]'){message[cut:]}"
 
 
 def exports(package: str, where: dict[str, str], wrap=None):

@@ -46,7 +46,7 @@ def numpy():
     """The numpy module, or a one-line error naming the extra that installs it."""
     from .._lazy import optional
 
-    return optional("numpy", "epbuf simulate needs numpy: pip install 'epbuf[sim]'")
+    return optional("numpy", "routings need numpy: pip install 'epbuf[sim]'")
 
 
 class Routing:
