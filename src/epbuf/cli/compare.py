@@ -6,10 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._options import (
-    BACKENDS_ARG, add_plan_options, add_wide_option, check_backend_options, chosen_backends, device_from_args,
-    device_spec_from_args, output_width, plan_from_args, print_json,
-)
+from ._options import BACKENDS_ARG, add_plan_options, add_wide_option, output_width, print_json
 
 
 def configure(p: argparse.ArgumentParser, command: str) -> None:
@@ -23,35 +20,15 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..placement import placement_findings, runs_on
-    from ..plan import compare
-    from ..report import Report
-
-    names = chosen_backends(args.backends)
-    check_backend_options(args, names)
-    plan = plan_from_args(args)
-    device, capacity = device_spec_from_args(args), device_from_args(args)
-    results = compare(plan, names)
-    for name, rep in results.items():
-        if isinstance(rep, Report):
-            found = placement_findings(rep, device=device, capacity=capacity)
-            if found:
-                results[name] = rep.replace(findings=found + rep.findings)
-    on_device = {n: runs_on(n, device.vendor) for n in names} if device is not None else None
     if args.json:
-        from ..report.json_form import report_to_dict
+        from ..api._plan import compare_document
 
-        data = {
-            "schema": "epbuf.compare/1",
-            "plan": {k: v for k, v in plan.as_dict().items() if k != "deepep_config"},
-            "backends": {n: report_to_dict(r) if isinstance(r, Report) else {"error": str(r)} for n, r in results.items()},
-        }
-        if capacity is not None:
-            data["device"] = {"name": capacity[0], "num_bytes": capacity[1],
-                              "vendor": device.vendor if device is not None else None, "runs_on": on_device}
-        print_json(data)
+        print_json(compare_document(args))
         return 0
+    from ..api._plan import compare_parts
     from ..render.compare import render_compare
 
-    sys.stdout.write(render_compare(results, device=capacity, runs_on=on_device, width=output_width(args)))
+    parts = compare_parts(args)
+    sys.stdout.write(render_compare(parts["results"], device=parts["capacity"], runs_on=parts["on_device"],
+                                    width=output_width(args)))
     return 0

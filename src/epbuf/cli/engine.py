@@ -202,9 +202,9 @@ def run(args: argparse.Namespace) -> int:
     rep = report_from_args(name, opts, ranks_flag=_ranks_spelling(argv, parser), launch=launch, ignored=ignored)
     status = 1 if opts.strict and has_error_finding(rep.findings) else 0
     if opts.json:
-        from ..engines._report import engine_report_to_dict
+        from ..api._tools import engine_document
 
-        print_json(engine_report_to_dict(rep))
+        print_json(engine_document(rep))
         return status
     from ..render.engine import render_engine_report
 

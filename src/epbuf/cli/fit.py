@@ -6,10 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._options import (
-    BACKENDS_ARG, add_plan_options, add_wide_option, budget_from_args, check_backend_options, chosen_backends,
-    device_from_args, device_spec_from_args, output_width, plan_from_args, print_json,
-)
+from ._options import BACKENDS_ARG, add_plan_options, add_wide_option, output_width, print_json
 
 
 def configure(p: argparse.ArgumentParser, command: str) -> None:
@@ -29,64 +26,18 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.set_defaults(run=run)
 
 
-def _budget(args: argparse.Namespace, capacity: tuple[str, int] | None) -> tuple[int, str]:
-    """``(budget bytes, note)``: --budget, else DEFAULT_BUDGET_PERCENT of the device memory."""
-    from ..placement import DEFAULT_BUDGET_PERCENT, budget_from_text, capacity_label
-
-    if args.budget is not None:
-        budget = budget_from_args(args, capacity)
-        note = f"{args.budget.strip()} of {capacity_label(*capacity)}" if args.budget.strip().endswith("%") else ""
-        return budget, note
-    if capacity is None:
-        from ..errors import InvalidArgumentError, Problem
-
-        raise InvalidArgumentError([Problem("budget", None, "give --budget SIZE (e.g. 8GiB), or --device NAME / "
-                                                            f"--hbm SIZE for {DEFAULT_BUDGET_PERCENT}% of its memory")])
-    budget = budget_from_text(f"{DEFAULT_BUDGET_PERCENT}%", capacity[1])
-    return budget, (f"the default: {DEFAULT_BUDGET_PERCENT} % of {capacity_label(*capacity)}, the headroom "
-                    "vLLM's default --gpu-memory-utilization 0.9 leaves; --budget to change")
-
-
 def run(args: argparse.Namespace) -> int:
-    from ..errors import EpbufError
-    from ..fit import fit_ranks, fit_tokens
-    from ..placement import runs_on
-
-    names = chosen_backends(args.backends)
-    check_backend_options(args, names)
-    capacity = device_from_args(args)
-    device = device_spec_from_args(args)
-    budget, note = _budget(args, capacity)
-    plan = plan_from_args(args)
-    by_ranks = args.tokens is not None and args.ranks is None and args.nodes is None
-    results = {}
-    for name in names:
-        try:
-            results[name] = (fit_ranks if by_ranks else fit_tokens)(plan, name, budget)
-        except EpbufError as error:
-            results[name] = error
-    variable = "num_ranks" if by_ranks else "num_max_tokens_per_rank"
-    on_device = {n: runs_on(n, device.vendor) for n in names} if device is not None else None
     if args.json:
-        from ..report.json_form import report_to_dict
+        from ..api._plan import fit_document
 
-        def as_json(r):
-            if isinstance(r, Exception):
-                return {"error": str(r)}
-            d = r.as_dict()
-            d["report"] = report_to_dict(r.report) if r.report is not None else None
-            d["constant_failures"] = list(r.constant_failures)
-            return d
-
-        data = {"schema": "epbuf.fit/1", "variable": variable, "budget": budget, "budget_note": note,
-                "results": {n: as_json(r) for n, r in results.items()}}
-        if capacity is not None:
-            data["device"] = {"name": capacity[0], "num_bytes": capacity[1],
-                              "vendor": device.vendor if device is not None else None, "runs_on": on_device}
-        print_json(data)
+        print_json(fit_document(args))
         return 0
+    from ..api._plan import fit_parts
     from ..render.compare import render_fit
 
-    sys.stdout.write(render_fit(results, budget, variable, budget_note=note, runs_on=on_device,
-                                width=output_width(args), device_name=device.title if device else ""))
+    parts = fit_parts(args)
+    device = parts["device"]
+    sys.stdout.write(render_fit(parts["results"], parts["budget"], parts["variable"], budget_note=parts["note"],
+                                runs_on=parts["on_device"], width=output_width(args),
+                                device_name=device.title if device else ""))
     return 0

@@ -26,19 +26,15 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.json:
+        from ..api import exit_status
+        from ..api._plan import hint_document
+
+        data = hint_document(args)
+        print_json(data)
+        return exit_status("hint", data, strict=args.strict)
     rep, device, budget = report_from_args(args)
     status = 1 if args.strict and has_error_finding(rep.findings) else 0
-    if args.json:
-        from ..report.json_form import report_to_dict
-
-        data = report_to_dict(rep)
-        if device is not None:
-            data["device"] = {"name": device[0], "num_bytes": device[1], "share": rep.num_bytes / device[1],
-                              "fits": rep.num_bytes <= device[1]}
-        if budget is not None:
-            data["budget"] = {"num_bytes": budget, "share": rep.num_bytes / budget, "fits": rep.num_bytes <= budget}
-        print_json(data)
-        return status
     from ..render.report import render_report
 
     sys.stdout.write(render_report(rep, device=device, verbose=args.verbose, budget=budget,

@@ -25,18 +25,17 @@ def run(args: argparse.Namespace) -> int:
         from ..svg import check_svg_path
 
         check_svg_path(args.svg)
-    rep, _, _ = report_from_args(args)
     if args.svg is not None:
         from ..io import write_text_atomic
         from ..svg import render_svg
 
-        write_text_atomic(args.svg, render_svg(rep), option="--svg")
+        write_text_atomic(args.svg, render_svg(report_from_args(args)[0]), option="--svg")
     if args.json:
-        from ..report.json_form import report_to_dict
+        from ..api._plan import layout_document
 
-        data = report_to_dict(rep)
-        print_json({k: data[k] for k in ("schema", "backend", "upstream", "inputs", "records", "findings")})
+        print_json(layout_document(args))
         return 0
+    rep, _, _ = report_from_args(args)
     from ..render.report import render_layout
 
     sys.stdout.write(render_layout(rep, width=output_width(args)))

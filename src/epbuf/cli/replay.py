@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._options import add_plan_options, check_backend_options, plan_from_args, print_json
+from ._options import add_plan_options, print_json
 
 
 def configure(p: argparse.ArgumentParser, command: str) -> None:
@@ -19,21 +19,13 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..codec.replay import render_replay, replay, replay_to_dict
+    from ..api._tools import replay_document, replay_run
 
-    # Every shape option is read; options of other backends (or of a device's memory) would be
-    # silently ignored, so they are refused, as hint refuses them (``--backend`` abbreviates
-    # ``--backend-version`` here: refused the same way).
-    for dest in ("device", "hbm"):
-        if getattr(args, dest, None) is not None:
-            from ..errors import InvalidArgumentError, Problem
-
-            raise InvalidArgumentError([Problem(dest, getattr(args, dest), "not used by replay (the record "
-                                                                           "replayed does not depend on the device)")])
-    check_backend_options(args, ("ascend",), "replay replays DeepEP-Ascend", can_choose=False)
-    result = replay(plan_from_args(args))
+    result = replay_run(args)
     if args.json:
-        print_json(replay_to_dict(result))
+        print_json(replay_document(result))
     else:
+        from ..codec.replay import render_replay
+
         sys.stdout.write(render_replay(result))
     return 0
