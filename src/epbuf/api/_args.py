@@ -16,7 +16,12 @@ OUTPUT_OPTIONS = frozenset({"help", "json", "wide", "csv", "plot", "svg", "quiet
 
 
 class ApiArgumentError(EpbufError):
-    """An option the command's parser refuses (the command line's message, without its prefix)."""
+    """An option the command's parser refuses (the command line's message, without its prefix);
+    ``prog``: the parser's name (``epbuf engine vllm``), or ``""``."""
+
+    def __init__(self, message: str, prog: str = "") -> None:
+        super().__init__(message)
+        self.prog = prog
 
 
 def _raising(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -25,7 +30,8 @@ def _raising(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
     def exit(status: int = 0, message: str | None = None) -> None:  # noqa: A001 (argparse's name)
         text = (message or "").strip()
-        raise ApiArgumentError(text[len(prefix):] if text.startswith(prefix) else text or f"exit status {status}")
+        raise ApiArgumentError(text[len(prefix):] if text.startswith(prefix) else text or f"exit status {status}",
+                               parser.prog)
 
     parser.exit = exit  # type: ignore[method-assign]
     return parser
