@@ -145,14 +145,17 @@ async def _api(server, reader, writer, request) -> None:
         status = 405 if request.method in ("PUT", "DELETE", "PATCH", "OPTIONS") else 501
         _send(server, writer, request, status, _JSON, error_body(f"{request.method} is not allowed; use GET or POST"))
         return
-    if server.pending >= server.max_pending:
-        _send(server, writer, request, 503, _JSON, error_body(
-            f"busy: {server.pending} requests are waiting for the server; try again"), {"Retry-After": "1"})
-        return
+    from .serve import HEAVY
+
     parts = urlsplit(request.target)
+    kind = "heavy" if parts.path[len("/api/"):] in HEAVY else "quick"
+    if server.pending[kind] >= server.max_pending[kind]:
+        _send(server, writer, request, 503, _JSON, error_body(_busy_line(server.pending[kind])), {"Retry-After": "1"})
+        return
     stop = threading.Event()
     deadline = [None]
     limit = server.time_limit
+    queued = _now()
 
     def check() -> None:
         if stop.is_set():
@@ -161,19 +164,21 @@ async def _api(server, reader, writer, request) -> None:
             raise Stopped()
 
     def work():
-        deadline[0] = _now() + limit
         if stop.is_set():
             raise Stopped()
+        if _now() - queued > server.max_wait:
+            return webapi.error_response(503, _busy_line(server.pending[kind]), {"Retry-After": "1"})
+        deadline[0] = _now() + limit
         method = "GET" if request.method == "HEAD" else request.method
         return webapi.handle(method, parts.path, parts.query, request.body, check=check)
 
     loop = asyncio.get_running_loop()
-    server.pending += 1
+    server.pending[kind] += 1
     server.stops.add(stop)
-    future = loop.run_in_executor(server.pool, work)
+    future = loop.run_in_executor(server.pools[kind], work)
 
     def done(_):
-        server.pending -= 1
+        server.pending[kind] -= 1
         server.stops.discard(stop)
 
     future.add_done_callback(done)
@@ -201,6 +206,10 @@ async def _api(server, reader, writer, request) -> None:
               error_body("internal error (the server's terminal has the details); please report it"))
         return
     _send(server, writer, request, result.status, result.content_type, result.body, result.headers)
+
+
+def _busy_line(pending: int) -> str:
+    return f"busy: {pending:,} requests are waiting for the server's workers; try again in a moment"
 
 
 def _late(limit: float) -> str:

@@ -11,9 +11,12 @@ How it holds under load (``docs/background/server.md`` has the measurements):
   instead of being reset;
 * the request (line, headers, body) must arrive within ``request_timeout`` seconds; a
   connection that sent nothing is then closed, one that sent part of a request gets 408;
-* the commands run in a pool of ``workers`` threads; at most ``max_pending`` requests wait
-  or run there; more, and more than ``max_connections`` open connections, are answered
-  503 with every header (never a reset);
+* the commands run in two pools of threads: ``workers`` for the quick ones and
+  :data:`HEAVY_WORKERS` for ``sweep`` and ``simulate``, so a long sweep never holds up a
+  ``hint``; at most ``max_pending`` requests wait or run in a pool (:data:`MAX_HEAVY_PENDING`
+  for the heavy one), and one that waited :data:`MAX_WAIT` seconds for a worker is not
+  started; those, and connections past ``max_connections``, are answered 503 with every
+  header (never a reset);
 * a command may compute for ``time_limit`` seconds: then it is stopped (a sweep or a
   simulation between two steps) and the answer is 422 naming the limit; a request whose
   client hung up is stopped the same way and not answered.
@@ -37,8 +40,9 @@ import threading
 from ._serve_http import CSP
 from .errors import EpbufError
 
-__all__ = ["ServeError", "make_server", "serve", "announce", "url_of", "CSP", "BACKLOG", "MAX_CONNECTIONS",
-           "MAX_PENDING", "REQUEST_TIMEOUT", "TIME_LIMIT", "WORKERS"]
+__all__ = ["ServeError", "make_server", "serve", "announce", "url_of", "CSP", "BACKLOG", "HEAVY", "HEAVY_WORKERS",
+           "MAX_CONNECTIONS", "MAX_HEAVY_PENDING", "MAX_PENDING", "MAX_WAIT", "REQUEST_TIMEOUT", "TIME_LIMIT",
+           "WORKERS"]
 
 #: Seconds a request (line, headers, body) may take to arrive.
 REQUEST_TIMEOUT = 10.0
@@ -46,10 +50,17 @@ REQUEST_TIMEOUT = 10.0
 TIME_LIMIT = 30.0
 #: Open connections served at once; more are answered 503.
 MAX_CONNECTIONS = 512
-#: API requests waiting for or holding a worker; more are answered 503.
-MAX_PENDING = 256
-#: Threads that run the commands.
+#: API requests waiting for or holding a worker of the quick pool; more are answered 503.
+MAX_PENDING = 1024
+#: Threads that run the quick commands.
 WORKERS = 4
+#: The commands that may compute for seconds: they have their own pool.
+HEAVY = ("sweep", "simulate")
+#: Threads that run them, and how many may wait or run there.
+HEAVY_WORKERS = 2
+MAX_HEAVY_PENDING = 16
+#: Seconds a request may wait for a worker; a request that waited longer gets 503 instead.
+MAX_WAIT = 3.0
 #: The listen queue (the kernel caps it at net.core.somaxconn).
 BACKLOG = 1024
 
@@ -100,14 +111,16 @@ class Server:
         self.request_timeout = request_timeout
         self.time_limit = time_limit
         self.max_connections = max_connections
-        self.max_pending = max_pending
+        self.max_pending = {"quick": max_pending, "heavy": MAX_HEAVY_PENDING}
+        self.max_wait = MAX_WAIT
         self.log = log
         self.static = _load_static()
         self.loopback_only = is_loopback(self.server_address[0])
         self.connections = 0
-        self.pending = 0
+        self.pending = {"quick": 0, "heavy": 0}
         self.stops: set = set()  # the cancel events of the commands running now
-        self.pool = ThreadPoolExecutor(workers, thread_name_prefix="epbuf-serve")
+        self.pools = {"quick": ThreadPoolExecutor(workers, thread_name_prefix="epbuf-serve"),
+                      "heavy": ThreadPoolExecutor(HEAVY_WORKERS, thread_name_prefix="epbuf-serve-heavy")}
         self._loop = None
         self._stop = None
         self._running = threading.Event()
@@ -158,7 +171,8 @@ class Server:
         for stop in list(self.stops):
             stop.set()
         self.socket.close()
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        for pool in self.pools.values():
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def write_log(self, text: str) -> None:
         if self.log is not None:

@@ -109,10 +109,9 @@ def exit_status(command: str, doc: dict, *, strict: bool = False) -> int:
 
 
 def _words(command: str, options: dict) -> list[str]:
-    from ..cli import command_parser
-    from ._args import words
+    from ._args import parser_of, words
 
-    return words(options, command_parser(command), f"epbuf.api.{command}")
+    return words(options, parser_of(command), f"epbuf.api.{command}")
 
 
 def hint(**options) -> dict:

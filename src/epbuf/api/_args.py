@@ -6,10 +6,11 @@ command line's one-line message instead of printing and exiting."""
 from __future__ import annotations
 
 import argparse
+import threading
 
 from ..errors import EpbufError
 
-__all__ = ["ApiArgumentError", "OUTPUT_OPTIONS", "parse", "engine_parse", "words"]
+__all__ = ["ApiArgumentError", "OUTPUT_OPTIONS", "parse", "parser_of", "engine_parse", "words"]
 
 #: Options that shape only the command line's output (or write files): no document reads them.
 OUTPUT_OPTIONS = frozenset({"help", "json", "wide", "csv", "plot", "svg", "quiet", "save-routing", "verbose"})
@@ -71,11 +72,26 @@ def words(options: dict, parser: argparse.ArgumentParser, where: str) -> list[st
     return out
 
 
+_parsers = threading.local()
+
+
+def parser_of(command: str) -> argparse.ArgumentParser:
+    """``epbuf COMMAND``'s parser, raising :class:`ApiArgumentError`; built once per thread (a
+    server answering many requests builds each command's parser once per worker)."""
+    cache = getattr(_parsers, "by_command", None)
+    if cache is None:
+        cache = _parsers.by_command = {}
+    found = cache.get(command)
+    if found is None:
+        from ..cli import command_parser
+
+        found = cache[command] = _raising(command_parser(command))
+    return found
+
+
 def parse(command: str, argv: list[str]) -> argparse.Namespace:
     """The options of ``epbuf COMMAND ARGV`` as the command parses them."""
-    from ..cli import command_parser
-
-    return _raising(command_parser(command)).parse_args(argv)
+    return parser_of(command).parse_args(argv)
 
 
 def engine_parse(name: str, argv: list[str], launch: str | list | None = None):
