@@ -164,6 +164,13 @@ function showView(view) {
   }
 }
 
+// A finding's message up to its first parenthesis (the upstream source), at most 90 characters.
+function shortLine(text) {
+  let line = text.split(' (')[0];
+  if (line.length > 90) line = line.slice(0, 88) + '…';
+  return line;
+}
+
 // The answer in one line, at the top of every view (on a phone, in the first screen).
 function setVerdict(parts, bad) {
   const box = $('verdict');
@@ -250,7 +257,7 @@ function showError(message) {
   box.hidden = !message;
   box.textContent = message || '';
   $('results').classList.toggle('failed', Boolean(message));
-  if (message) setVerdict([el('strong', {}, 'error: '), message.replace(/^epbuf [a-z -]+: error: /, '')], true);
+  if (message) setVerdict([el('span', {}, el('strong', {}, 'error: '), message.replace(/^epbuf [a-z -]+: error: /, ''))], true);
   for (const field of document.querySelectorAll('.invalid')) field.classList.remove('invalid');
   const named = /--([a-z][a-z0-9-]*)/.exec(message || '');
   const field = named && document.querySelector(`[name="${named[1]}"]`);
@@ -287,18 +294,19 @@ function renderSummary(hint, command, state) {
   let bad = false;
   if (hint.device) {
     parts.push(`${fixed2(hint.device.share * 100)} % of ${hint.device.name}`);
-    parts.push(hint.device.fits ? 'fits' : el('strong', {}, 'does not fit'));
+    parts.push(hint.device.fits ? 'fits in memory' : el('strong', {}, 'does not fit'));
     bad = !hint.device.fits;
   }
   if (hint.budget) {
     parts.push(hint.budget.fits ? 'within the budget' : el('strong', {}, 'over the budget'));
     bad = bad || !hint.budget.fits;
   }
-  const first = hint.findings.find((f) => f.severity === 'error');
+  const errors = hint.findings.filter((f) => f.severity === 'error');
   const broken = hint.limits.filter((l) => !l.ok).length;
-  if (first) parts.push(`error: ${first.message}`);
-  else if (broken) parts.push(`${broken} upstream limit(s) broken`);
-  setVerdict(parts, bad || Boolean(first) || broken > 0);
+  if (errors.length) {
+    parts.push(`error: ${shortLine(errors[0].message)}` + (errors.length > 1 ? ` (+${errors.length - 1} more)` : ''));
+  } else if (broken) parts.push(`${broken} upstream limit(s) broken`);
+  setVerdict(parts, bad || errors.length > 0 || broken > 0);
 }
 
 function renderFindings(hint) {

@@ -117,7 +117,7 @@ async function updateEngine(state, gen) {
   if (data.device) parts.push(`${fixed2(data.device.share * 100)} % of ${data.device.name}`);
   if (data.budget !== null) parts.push(data.fits_budget ? 'within the budget' : el('strong', {}, 'over the budget'));
   const errors = data.report.findings.filter((f) => f.severity === 'error');
-  parts.push(errors.length ? `${errors.length} error(s): ${errors[0].message}` : 'no errors');
+  parts.push(errors.length ? `${errors.length} error(s): ${shortLine(errors[0].message)}` : 'no errors');
   setVerdict(parts, errors.length > 0 || (data.device && data.device.share > 1) || data.fits_budget === false);
   findingItems(data.report.findings, 'engine-errors');
   const advice = data.recommendations.map((r) => ({ cells: [r.setting, String(r.value), r.goal,
