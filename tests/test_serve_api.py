@@ -476,7 +476,7 @@ def test_the_page_has_no_inline_script_or_style():
     html = (files("epbuf") / "web" / "index.html").read_text()
     import re
 
-    assert re.findall(r"<script\b[^>]*>", html) == ['<script src="app.js" defer>']
+    assert re.findall(r"<script\b[^>]*>", html) == ['<script src="app.js" defer>', '<script src="views.js" defer>']
     assert not re.search(r"\sstyle\s*=|<style|\son[a-z]+\s*=|javascript:", html)  # CSP: no inline style or handler
     assert "http://" not in html and "https://" not in html  # no CDN
 
@@ -720,3 +720,66 @@ def test_a_bug_is_500_with_one_line_and_the_traceback_in_the_log(monkeypatch):
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_the_pages_engine_list_is_the_packages():
+    """views.js lists every engine with the example launch line `epbuf engine NAME --help` gives."""
+    import re
+    from importlib.resources import files
+
+    from epbuf.cli._engine_launch import EXAMPLES
+    from epbuf.engines import ENGINES
+
+    text = (files("epbuf") / "web" / "views.js").read_text()
+    block = text[text.index("const ENGINE_EXAMPLES = {"):text.index("};", text.index("const ENGINE_EXAMPLES"))]
+    found = dict(re.findall(r"^\s*'?([a-z-]+)'?: '([^']*)',?$", block, re.M))
+    assert found == {name: EXAMPLES[name] for name in ENGINES}
+
+
+@pytest.mark.parametrize("path, query", [("/api/simulate", "ranks=16&tokens=64"), ("/api/replay", "hidden=2048&topk=8"),
+                                         ("/api/engine/vllm", "launch=vllm%20serve%20deepseek-ai/DeepSeek-V3%20-dp%2016"
+                                                              "%20--enable-expert-parallel&device=h200")])
+def test_simulate_replay_and_launch_lines_answer_what_the_cli_prints(server, capsys, path, query):
+    pytest.importorskip("numpy")
+    params = dict(urllib.parse.parse_qsl(query))
+    launch = params.pop("launch", None)
+    argv = path[len("/api/"):].split("/") + [f"--{k}={v}" for k, v in params.items()] + ["--json"]
+    if launch:
+        argv += ["--", *launch.split()]
+    code, out, err = cli_json(capsys, *argv)
+    assert code == 0, err
+    status, headers, body = request(server, "GET", f"{path}?{query}")
+    assert status == 200 and body.decode() == out
+    assert headers["X-Epbuf-Command"] == "epbuf " + " ".join(argv)
+
+
+def test_a_long_request_is_stopped_at_the_time_limit(capsys):
+    srv = make_server("127.0.0.1", 0, time_limit=1)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        start = time.monotonic()
+        status, headers, body = request(srv, "GET", "/api/sweep?ranks=1:200000&backends=ascend")
+        assert status == 422 and time.monotonic() - start < 15
+        assert "stopped after the server's limit of 1 s of computing per request" in json.loads(body)["error"]
+        assert headers["Content-Security-Policy"] == CSP
+        assert request(srv, "GET", "/api/hint")[0] == 200
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_errors_echo_a_bounded_part_of_the_input(server):
+    for target in ("/api/hint?model=" + "x" * 60000, "/api/hint?" + "y" * 60000 + "=1",
+                   "/" + "z" * 60000, "/api/engine/" + "w" * 60000):
+        status, _, body = request(server, "GET", target)
+        assert 400 <= status < 500 and len(body) < 2500, (status, len(body))
+
+
+def test_a_short_body_is_answered_at_once(server):
+    with socket.create_connection(server.server_address, timeout=10) as s:
+        s.sendall(b"POST /api/hint HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"hidden_size\"")
+        s.shutdown(socket.SHUT_WR)
+        start = time.monotonic()
+        answer = s.recv(4096).decode()
+    assert answer.startswith("HTTP/1.0 400") and "body ended after 14 of 100 B" in answer
+    assert time.monotonic() - start < 2

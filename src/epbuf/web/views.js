@@ -37,9 +37,21 @@ function initViews() {
   $('engine-launch').addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) schedule(0);
   });
-  for (const id of ['sim-kind', 'sim-param', 'sim-seed']) {
-    $(id).addEventListener('input', () => schedule(id === 'sim-kind' ? 0 : 400));
-  }
+  $('sim-kind').addEventListener('input', () => {
+    $('sim-param').value = '';  // another kind's parameter means something else
+    simPlaceholder();
+    schedule(0);
+  });
+  for (const id of ['sim-param', 'sim-seed']) $(id).addEventListener('input', () => schedule(400));
+}
+
+// The parameter each routing kind takes (epbuf simulate --routing), as the field's hint.
+const ROUTING_PARAMS = { zipf: 'S, e.g. 1.2', hot: 'SHARE[:N], e.g. 0.3', group: 'N_GROUP:TOPK_GROUP, e.g. 8:4',
+  node: 'M, e.g. 4', 'all-to-one': 'RANK, e.g. 0' };
+function simPlaceholder() {
+  const hint = ROUTING_PARAMS[$('sim-kind').value];
+  $('sim-param').placeholder = hint || 'none';
+  $('sim-param').disabled = !hint;
 }
 
 // The view inputs into the state (and so into the link).
@@ -70,6 +82,7 @@ function writeViewInputs(state) {
   $('sim-kind').value = [...$('sim-kind').options].some((o) => o.value === kind) ? kind : 'uniform';
   $('sim-param').value = rest.join(':');
   $('sim-seed').value = state.seed || '';
+  simPlaceholder();
 }
 
 async function updateView(view, state, gen) {
