@@ -47,7 +47,7 @@ __all__ = ["ServeError", "make_server", "serve", "announce", "url_of", "CSP", "B
 #: Seconds a request (line, headers, body) may take to arrive.
 REQUEST_TIMEOUT = 10.0
 #: Seconds a command may compute before it is stopped (422 naming the limit).
-TIME_LIMIT = 30.0
+TIME_LIMIT = 60.0
 #: Open connections served at once; more are answered 503.
 MAX_CONNECTIONS = 512
 #: API requests waiting for or holding a worker of the quick pool; more are answered 503.
