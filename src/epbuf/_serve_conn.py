@@ -9,7 +9,9 @@ import asyncio
 import threading
 import time
 
-from ._serve_http import Refusal, close_gracefully, echo, error_body, read_request, response
+from ._serve_http import (
+    _STATIC, HEAVY, Refusal, close_gracefully, echo, error_body, is_loopback, read_request, response,
+)
 
 __all__ = ["handle_connection", "Stopped"]
 
@@ -99,8 +101,6 @@ async def _exchange(server, reader, writer) -> None:
 
 
 def _host_ok(server, writer, request) -> bool:
-    from .serve import is_loopback
-
     if not server.loopback_only:
         return True
     host = request.headers.get("host", "")
@@ -116,8 +116,6 @@ def _host_ok(server, writer, request) -> bool:
 def _route(server, writer, request) -> None:
     """The page's files (and refusals of anything else outside /api/)."""
     from urllib.parse import urlsplit
-
-    from .serve import _STATIC
 
     if not _host_ok(server, writer, request):
         return
@@ -145,8 +143,6 @@ async def _api(server, reader, writer, request) -> None:
         status = 405 if request.method in ("PUT", "DELETE", "PATCH", "OPTIONS") else 501
         _send(server, writer, request, status, _JSON, error_body(f"{request.method} is not allowed; use GET or POST"))
         return
-    from .serve import HEAVY
-
     parts = urlsplit(request.target)
     kind = "heavy" if parts.path[len("/api/"):] in HEAVY else "quick"
     if server.pending[kind] >= server.max_pending[kind]:

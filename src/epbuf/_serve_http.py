@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-__all__ = ["CSP", "Request", "Refusal", "ECHO_LIMIT", "MAX_LINE", "MAX_HEADERS", "read_request", "response",
+__all__ = ["CSP", "HEAVY", "Request", "is_loopback", "Refusal", "ECHO_LIMIT", "MAX_LINE", "MAX_HEADERS", "read_request", "response",
            "error_body", "close_gracefully"]
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'self'; "
@@ -24,6 +24,20 @@ MAX_LINE = 65536
 MAX_HEADERS = 100
 #: The most characters of a client's input any error message repeats.
 ECHO_LIMIT = 200
+
+#: The commands that may compute for seconds: they have their own pool (:mod:`epbuf.serve`).
+HEAVY = ("sweep", "simulate")
+#: The page's files: path -> (file in epbuf/web, Content-Type).
+_STATIC = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/index.html": ("index.html", "text/html; charset=utf-8"),
+    "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/views.js": ("views.js", "text/javascript; charset=utf-8"),
+    "/style.css": ("style.css", "text/css; charset=utf-8"),
+    "/icon.svg": ("icon.svg", "image/svg+xml"),
+    "/favicon.ico": ("icon.svg", "image/svg+xml"),
+}
+_LOOPBACK_NAMES = ("localhost", "::1")
 
 _REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
             408: "Request Timeout", 411: "Length Required", 413: "Content Too Large", 414: "URI Too Long",
@@ -52,6 +66,18 @@ class Request:
 
     def __init__(self, method: str, target: str, version: str, headers: dict, body: bytes | None) -> None:
         self.method, self.target, self.version, self.headers, self.body = method, target, version, headers, body
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    name = host.strip("[]").lower()
+    if name in _LOOPBACK_NAMES or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def echo(text: str, limit: int = ECHO_LIMIT) -> str:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from ._serve_http import CSP
+from ._serve_http import _STATIC, CSP, HEAVY, is_loopback
 from .errors import EpbufError
 
 __all__ = ["ServeError", "make_server", "serve", "announce", "url_of", "CSP", "BACKLOG", "HEAVY", "HEAVY_WORKERS",
@@ -54,8 +54,6 @@ MAX_CONNECTIONS = 512
 MAX_PENDING = 1024
 #: Threads that run the quick commands.
 WORKERS = 4
-#: The commands that may compute for seconds: they have their own pool.
-HEAVY = ("sweep", "simulate")
 #: Threads that run them, and how many may wait or run there.
 HEAVY_WORKERS = 2
 MAX_HEAVY_PENDING = 16
@@ -64,32 +62,8 @@ MAX_WAIT = 3.0
 #: The listen queue (the kernel caps it at net.core.somaxconn).
 BACKLOG = 1024
 
-_STATIC = {
-    "/": ("index.html", "text/html; charset=utf-8"),
-    "/index.html": ("index.html", "text/html; charset=utf-8"),
-    "/app.js": ("app.js", "text/javascript; charset=utf-8"),
-    "/views.js": ("views.js", "text/javascript; charset=utf-8"),
-    "/style.css": ("style.css", "text/css; charset=utf-8"),
-    "/icon.svg": ("icon.svg", "image/svg+xml"),
-    "/favicon.ico": ("icon.svg", "image/svg+xml"),
-}
-_LOOPBACK_NAMES = ("localhost", "::1")
-
-
 class ServeError(EpbufError):
     """The server cannot start (address in use, bad host or port)."""
-
-
-def is_loopback(host: str) -> bool:
-    import ipaddress
-
-    name = host.strip("[]").lower()
-    if name in _LOOPBACK_NAMES or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def _load_static() -> dict[str, bytes]:

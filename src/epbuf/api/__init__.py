@@ -41,14 +41,22 @@ stop it (``epbuf serve`` stops a request whose client left or whose time ran out
 
 from __future__ import annotations
 
-from ._args import ApiArgumentError
-
 __all__ = ["ApiArgumentError", "COMMANDS", "hint", "layout", "compare", "fit", "sweep", "engine", "simulate",
            "replay", "models", "devices", "versions", "document", "exit_status"]
 
 #: The commands with a document (``engine`` takes the engine's name too).
 COMMANDS = ("hint", "layout", "compare", "fit", "sweep", "engine", "simulate", "replay", "models", "devices",
             "versions")
+
+
+def __getattr__(name: str):
+    # ApiArgumentError on first use: the command line's --json imports this package for its
+    # document functions and pays for nothing else.
+    if name == "ApiArgumentError":
+        from ._args import ApiArgumentError
+
+        return ApiArgumentError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def document(command: str, argv: list[str] | tuple = (), *, engine: str | None = None,
@@ -60,7 +68,7 @@ def document(command: str, argv: list[str] | tuple = (), *, engine: str | None =
     Raises:
         EpbufError: invalid input (the command line's one line; exit status 2 there).
     """
-    from ._args import engine_parse, parse
+    from ._args import ApiArgumentError, engine_parse, parse
 
     if command == "engine":
         from ..cli.engine import report_from_args

@@ -6,7 +6,6 @@ command line's one-line message instead of printing and exiting."""
 from __future__ import annotations
 
 import argparse
-import threading
 
 from ..errors import EpbufError
 
@@ -72,12 +71,17 @@ def words(options: dict, parser: argparse.ArgumentParser, where: str) -> list[st
     return out
 
 
-_parsers = threading.local()
+_parsers = None
 
 
 def parser_of(command: str) -> argparse.ArgumentParser:
     """``epbuf COMMAND``'s parser, raising :class:`ApiArgumentError`; built once per thread (a
     server answering many requests builds each command's parser once per worker)."""
+    global _parsers
+    if _parsers is None:
+        import threading  # (not at import: the command line's cold start does not need it)
+
+        _parsers = threading.local()
     cache = getattr(_parsers, "by_command", None)
     if cache is None:
         cache = _parsers.by_command = {}
