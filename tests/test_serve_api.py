@@ -783,3 +783,38 @@ def test_a_short_body_is_answered_at_once(server):
         answer = s.recv(4096).decode()
     assert answer.startswith("HTTP/1.0 400") and "body ended after 14 of 100 B" in answer
     assert time.monotonic() - start < 2
+
+
+def test_a_request_whose_client_left_is_stopped():
+    """A maximal sweep whose client hangs up is stopped (its worker freed) and not answered."""
+    import io
+
+    log = io.StringIO()
+    srv = make_server("127.0.0.1", 0, log=log)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        client = socket.create_connection(srv.server_address, timeout=10)
+        client.sendall(b"GET /api/sweep?ranks=8:200000:%2B8&model=deepseek-v3 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        time.sleep(0.3)
+        assert srv.pending["heavy"] == 1
+        client.close()
+        for _ in range(300):  # the sweep stops at its next 10,000-row step
+            if srv.pending["heavy"] == 0:
+                break
+            time.sleep(0.1)
+        assert srv.pending["heavy"] == 0 and not srv.stops
+        assert "abandoned: the client left" in log.getvalue()
+        assert request(srv, "GET", "/api/hint")[0] == 200
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_the_page_intro_names_every_library_and_engine():
+    from importlib.resources import files
+
+    html = (files("epbuf") / "web" / "index.html").read_text()
+    intro = html[html.index('<p class="lead">'):html.index("</p>", html.index('<p class="lead">'))]
+    for name in ("DeepEP (V2, V1, low-latency)", "DeepEP-Ascend", "UCCL-EP", "MORI-EP", "pplx-kernels", "vLLM",
+                 "SGLang", "Megatron-LM", "sgl-kernel-npu", "MindSpeed", "vllm-ascend"):
+        assert name in intro

@@ -155,7 +155,11 @@ function writeForm(state) {
 // --- views: the plan (hint, fit, sweep, compare, byte map), engine recipes, simulate, replay
 let currentView = 'plan';
 function showView(view) {
-  currentView = VIEWS.includes(view) ? view : 'plan';
+  const next = VIEWS.includes(view) ? view : 'plan';
+  // One device across the views: the engine card has its own field (the form is hidden there).
+  if (next === 'engine' && currentView !== 'engine') $('engine-device').value = $('device').value;
+  if (next !== 'engine' && currentView === 'engine') $('device').value = $('engine-device').value;
+  currentView = next;
   document.body.dataset.view = currentView;
   for (const section of document.querySelectorAll('main .view')) section.hidden = section.dataset.view !== currentView;
   for (const tab of document.querySelectorAll('#tabs a')) {
