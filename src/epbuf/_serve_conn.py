@@ -218,7 +218,10 @@ async def _wait(future, watch, started: list, stop: threading.Event):
     its deadline (``started[0]``, set when a worker takes it: time queued does not count)."""
     waiting = {future, watch}
     while True:
-        done, _ = await asyncio.wait(waiting, timeout=0.25, return_when=asyncio.FIRST_COMPLETED)
+        # Woken by the answer or the client; else when the deadline passes (once a worker has
+        # the request), or each second while it waits for one.
+        timeout = 1.0 if started[0] is None else max(0.05, started[0] + 0.5 - _now())
+        done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if future in done:
             return "done"
         if watch in done:

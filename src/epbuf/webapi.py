@@ -169,7 +169,7 @@ def _engine_options(name: str) -> tuple[set, set, set, set]:
 
     spec = get_engine(name)
     values = {"model", "hidden", "topk", "experts", "ranks", "nodes", "gpus-per-node", "device", "hbm", "budget",
-              "max-tokens-under-load", "engine-version", "env"}
+              "max-tokens-under-load", "engine-version", "env", "launch"}
     if spec.gpu:
         values |= {"backend-version", "deepep-version"}
     for spellings in spec.aliases.values():
