@@ -165,7 +165,9 @@ def test_the_engine_view_is_the_clis_report(page, base_url):
     page.click("#engine-run")
     page.wait_for_selector(READY)
     _, report, _ = cli("engine", "vllm", "--device", "h200", "--json", "--", *launch.split())
-    assert page.inner_text("#verdict").startswith(f"{format_bytes(report['num_bytes'])} per device · {report['title']}")
+    assert page.inner_text("#verdict").startswith(f"{format_bytes(report['num_bytes'])} per device · vllm · "
+                                                  f"{report['device']['share'] * 100:.2f} % of {report['device']['name']}")
+    assert report["title"] in page.inner_text("#engine-regions")
     assert page.locator("#engine-settings tbody tr").count() == len(report["settings"])
     assert page.locator("#engine-advice tbody tr").count() == len(report["recommendations"])
     assert page.locator("#engine-errors li.error").count() == len(report["errors"])
@@ -175,7 +177,7 @@ def test_the_engine_view_is_the_clis_report(page, base_url):
     page.select_option("#engine-name", "mindspeed")
     page.click("#engine-example")
     page.wait_for_selector(READY)
-    assert "MindSpeed" in page.inner_text("#verdict")
+    assert " · mindspeed · " in page.inner_text("#verdict")
 
 
 def test_the_simulate_view_is_the_clis_simulation(page, base_url):

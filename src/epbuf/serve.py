@@ -98,7 +98,6 @@ class Server:
                       "heavy": ThreadPoolExecutor(HEAVY_WORKERS, thread_name_prefix="epbuf-serve-heavy")}
         self._loop = None
         self._stop = None
-        self._running = threading.Event()
         self._finished = threading.Event()
 
     def serve_forever(self, poll_interval: float | None = None) -> None:
@@ -119,11 +118,9 @@ class Server:
         self._stop = asyncio.Event()
         server = await asyncio.start_server(lambda r, w: handle_connection(self, r, w), sock=self.socket,
                                             backlog=BACKLOG, limit=MAX_LINE)
-        self._running.set()
         try:
             await self._stop.wait()
         finally:
-            self._running.clear()
             for stop in list(self.stops):
                 stop.set()
             server.close()

@@ -126,7 +126,7 @@ async function updateEngine(state, gen) {
   if (gen !== generation) return;
   showError('');
   $('engine-command').textContent = command.replace(/ --json /, ' ').replace(/ --json$/, '');
-  const parts = [el('strong', {}, `${fmtBytes(data.num_bytes)} per device`), data.title];
+  const parts = [el('strong', {}, `${fmtBytes(data.num_bytes)} per device`), data.engine];
   if (data.device) parts.push(`${fixed2(data.device.share * 100)} % of ${data.device.name}`);
   if (data.budget !== null) parts.push(data.fits_budget ? 'within the budget' : el('strong', {}, 'over the budget'));
   const errors = data.report.findings.filter((f) => f.severity === 'error');
@@ -141,7 +141,7 @@ async function updateEngine(state, gen) {
   const settings = data.settings.map((s) => ({ cells: [s.name, typeof s.value === 'object' && s.value !== null
     ? JSON.stringify(s.value) : String(s.value), s.source, s.note || ''], cellClass: { 3: 'src' } }));
   $('engine-settings').replaceChildren(table(['setting', 'value', 'from', 'note'], settings, new Set()));
-  $('engine-regions').replaceChildren(
+  $('engine-regions').replaceChildren(el('p', { class: 'kicker' }, data.title),
     el('p', { class: 'note' }, `${fmtInt(data.num_bytes)} B per device (${fmtBytes(data.num_bytes)}); a real run ` +
       `needs ${fmtBytes(data.num_bytes_needed)}. ${data.version_note || ''}`), regionRows(data.report));
 }
@@ -164,7 +164,7 @@ async function updateSimulate(state, gen) {
   }
   const parts = [el('strong', {}, over.length ? `${over.length} region(s) overflow` : 'every region within its reserve'),
     `${data.routing.name} routing on ${data.backend}`];
-  if (fullest) parts.push(`fullest ${fixed2(fullest.share * 100)} % (${fullest.region.phase} ${fullest.region.region})`);
+  if (fullest) parts.push(`fullest ${fixed2(fullest.share * 100)} % (${fullest.region.region})`);
   const times = Object.entries(data.time).map(([phase, t]) => `${phase} ${fixed2(t.seconds * 1e6)} µs`);
   if (times.length) parts.push(times.join(', '));
   setVerdict(parts, over.length > 0);
