@@ -566,8 +566,10 @@ def test_connection_limit_answers_503(capsys):
     try:
         idle = [socket.create_connection(srv.server_address, timeout=10) for _ in range(2)]
         time.sleep(0.2)
-        status, _, body = request(srv, "GET", "/api/versions")
+        status, headers, body = request(srv, "GET", "/api/versions")
         assert status == 503 and "too many connections" in json.loads(body)["error"]
+        assert headers["Content-Security-Policy"] == CSP and headers["X-Content-Type-Options"] == "nosniff"
+        assert headers["Retry-After"] == "1"
         for s in idle:
             s.close()
         for _ in range(50):  # the idle ones are dropped; the server answers again

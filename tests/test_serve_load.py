@@ -46,3 +46,19 @@ def test_idle_connections_do_not_lock_out_a_request(port):
 def test_abandoned_maximal_sweeps_do_not_hold_up_hint(port):
     result = serve_load.after_abandoned_sweeps("127.0.0.1", port, 4)
     assert result["outcome"] == "200" and result["seconds"] < 6, result  # target 2 s
+
+
+def test_past_the_connection_cap_every_client_gets_503_with_headers_never_a_reset():
+    import threading
+
+    from epbuf.serve import make_server
+
+    srv = make_server("127.0.0.1", 0, max_connections=8)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        result = serve_load.burst("127.0.0.1", srv.server_address[1], 200, "/api/compare", timeout=60)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert set(result["outcomes"]) <= {"200", "503"}, result
+    assert result["outcomes"].get("503", 0) > 0 and result["503_with_headers"], result
