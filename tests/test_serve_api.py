@@ -510,6 +510,9 @@ def test_http_level_errors_are_json(server):
         assert json.loads(body)["error"].startswith("malformed request line")
     head, body = raw_exchange(server, b"GET / HTTP/2.0\r\n\r\n")
     assert head.startswith("HTTP/1.0 505") and "use HTTP/1.0 or HTTP/1.1" in json.loads(body)["error"]
+    head, body = raw_exchange(server, b"GET / HTTP/1.1\r\n" + b"X-Big: " + b"b" * 30000 + b"\r\n"
+                              + b"X-Big2: " + b"b" * 40000 + b"\r\n\r\n")
+    assert head.startswith("HTTP/1.0 431") and "in all" in json.loads(body)["error"]
     head, body = raw_exchange(server, b"GET / HTTP/1.1\r\nno colon here\r\n\r\n")
     assert head.startswith("HTTP/1.0 400") and "malformed header line" in json.loads(body)["error"]
     head, body = raw_exchange(server, b"GET / HTTP/1.1\r\n" + b"X-A: b\r\n" * 200 + b"\r\n")

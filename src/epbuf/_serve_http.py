@@ -136,8 +136,12 @@ async def read_request(reader: asyncio.StreamReader, max_body: int) -> Request:
     if not version.startswith("HTTP/1."):
         raise Refusal(505, f"{echo(version, 40)} is not supported; use HTTP/1.0 or HTTP/1.1")
     headers: dict[str, str] = {}
+    size = 0
     for count in range(MAX_HEADERS + 1):
         raw = await _line(reader, "a header line", 431)
+        size += len(raw)
+        if size > MAX_LINE:
+            raise Refusal(431, f"the header lines are longer than {MAX_LINE:,} B in all")
         line = raw.decode("latin-1").rstrip("\r\n")
         if not line:
             break
