@@ -17,6 +17,7 @@ const STATE_KEYS = [...PLAN_KEYS, ...PLAN_SWITCHES, ...PAGE_KEYS, ...VIEW_KEYS];
 // The most points the chart draws (a 200,000-point sweep is thinned to this many, evenly).
 const MAX_DOTS = 400;
 const MAX_PATH = 2000;
+// (the dots at least (plot width / MAX_DOTS) apart, the path vertices (plot width / MAX_PATH) apart)
 const DEFAULT_SWEEP = '128:32768:*2';
 // Options `epbuf sweep` does not take: the sweep uses the backend's defaults for them.
 const NOT_SWEPT = ['backend-version', 'num-sms', 'sf-packs', 'no-hybrid', 'single-reduction', 'no-nvlink', 'nodes'];
@@ -425,13 +426,17 @@ function minMax(values) {
   return [lo, hi];
 }
 
-// Every k-th item so that at most `most` remain, the first and the last always among them.
-function thin(items, most) {
-  if (items.length <= most) return items;
-  const step = (items.length - 1) / (most - 1);
+// The points at least `gap` pixels apart along x (sorted by x), the last always kept, at most
+// `most` of them: on a log axis a 200,000-point sweep crowds its right end, so thin by pixels.
+function thin(points, x, gap, most) {
   const out = [];
-  for (let i = 0; i < most; i += 1) out.push(items[Math.round(i * step)]);
-  return out;
+  let last = -Infinity;
+  for (const p of points) {
+    const at = x(p.tokens);
+    if (at - last >= gap) { out.push(p); last = at; }
+  }
+  if (out[out.length - 1] !== points[points.length - 1]) out.push(points[points.length - 1]);
+  return out.length <= most ? out : out.filter((_, i) => i % Math.ceil(out.length / most) === 0);
 }
 
 function renderChart(sweep, backend, hint, state, fitValue, budget, fitBroken) {
@@ -443,9 +448,6 @@ function renderChart(sweep, backend, hint, state, fitValue, budget, fitBroken) {
     .sort((a, b) => a.tokens - b.tokens);
   const chart = $('chart');
   chart.replaceChildren();
-  if (points.length > MAX_DOTS) {
-    chart.append(el('p', { class: 'note', id: 'chart-thinned' }, `${fmtInt(points.length)} points; ${MAX_DOTS} of them drawn as dots, evenly spaced`));
-  }
   if (!points.length) {
     chart.append(el('p', { class: 'note' }, 'The sweep has no rows for this backend.'));
     return;
@@ -477,7 +479,12 @@ function renderChart(sweep, backend, hint, state, fitValue, budget, fitBroken) {
     root.append(svg('line', { x1: L, x2: W - R, y1: y, y2: y, class: 'grid' }));
     root.append(svg('text', { x: L - 6, y: y + 4, 'text-anchor': 'end', class: 'tick' }, tickBytes(bits)));
   }
-  const tickTokens = thin(points, 200).map((p) => p.tokens);
+  // Ticks: the sweep's own values when few; else powers of two across the axis.
+  let tickTokens = points.map((p) => p.tokens);
+  if (tickTokens.length > 12) {
+    tickTokens = [];
+    for (let k = Math.ceil(x0); k <= Math.floor(x1); k += 1) tickTokens.push(2 ** k);
+  }
   const every = Math.max(1, Math.ceil(tickTokens.length / 10));
   tickTokens.forEach((t, i) => {
     if (i % every) return;
@@ -499,13 +506,19 @@ function renderChart(sweep, backend, hint, state, fitValue, budget, fitBroken) {
     const x = X(Number(fitValue));
     root.append(svg('line', { x1: x, x2: x, y1: T, y2: H - B, class: 'fitline' }));
     const nearRight = x > W - R - 90;
-    root.append(svg('text', { x: nearRight ? x - 4 : x + 4, y: T + 24, 'text-anchor': nearRight ? 'end' : 'start',
+    // At the foot of its line: the curve crosses the budget high up, where the capacity and budget labels are.
+    root.append(svg('text', { x: nearRight ? x - 4 : x + 4, y: H - B - 8, 'text-anchor': nearRight ? 'end' : 'start',
       class: 'label fit-label' }, `fits: ${fmtInt(fitValue)}` + (fitBroken ? ' (a limit breaks whatever the tokens)' : '')));
   }
   // the series
-  const d = thin(points, MAX_PATH).map((p, i) => `${i ? 'L' : 'M'}${X(p.tokens).toFixed(1)},${Y(Number(p.bytes)).toFixed(1)}`).join(' ');
+  const d = thin(points, X, (W - L - R) / MAX_PATH, MAX_PATH).map((p, i) => `${i ? 'L' : 'M'}${X(p.tokens).toFixed(1)},${Y(Number(p.bytes)).toFixed(1)}`).join(' ');
   root.append(svg('path', { d, class: 'series' }));
-  for (const p of thin(points, MAX_DOTS)) {
+  const dots = thin(points, X, (W - L - R) / MAX_DOTS, MAX_DOTS);
+  if (dots.length < points.length) {
+    chart.prepend(el('p', { class: 'note', id: 'chart-thinned' },
+      `${fmtInt(points.length)} points; ${fmtInt(dots.length)} of them drawn as dots, at least a pixel apart`));
+  }
+  for (const p of dots) {
     const dot = svg('circle', { cx: X(p.tokens), cy: Y(Number(p.bytes)), r: 3.5, class: 'point' + (p.broken ? ' broken' : '') });
     dot.append(svg('title', {}, `${fmtInt(p.tokens)} tokens: ${fmtInt(p.bytes)} B (${fmtBytes(p.bytes)})` +
       (p.broken ? ` — breaks ${p.broken}` : '')));
