@@ -30,8 +30,8 @@ path                   command                                               sch
 Exit status → HTTP: 0 → 200 and the command's JSON; 1 → 422 and the JSON (``strict``:
 the plan breaks an upstream limit; ``simulate``: a region overflows); 2 (invalid input) →
 400 and ``{"error": "<the CLI's one line>"}``; a command stopped by the server's time limit
-→ 422 and ``{"error": ...}`` naming the limit. Every API response says ``X-Epbuf-Exit-Status`` and ``X-Epbuf-Command``
-(the equivalent command line, to paste into a terminal).
+→ 422 and ``{"error": ...}`` naming the limit. Every API response says ``X-Epbuf-Exit-Status``
+and ``X-Epbuf-Command`` (the equivalent command line, to paste into a terminal).
 
 Parameters: ``key=value`` becomes ``--key=value`` (the ``=`` form, so a value can never
 be read as another option); a switch (``bf16``, ``no-hybrid``, ``strict`` ...) is on for
