@@ -661,6 +661,8 @@ def test_all_interfaces_print_a_warning():
     (["serve", "--port", "70000"], "--port = 70000: allowed 0..65535"),
     (["serve", "--port", "-1"], "argument --port"),
     (["serve", "--host", "no such host.invalid", "--port", "0"], "cannot listen"),
+    (["serve", "--workers", "65", "--port", "0"], "--workers (workers) = 65: allowed 1..64"),
+    (["serve", "--time-limit", "0"], "argument --time-limit: 0 is out of range"),
 ])
 def test_serve_refuses_bad_addresses_in_one_line(capsys, argv, words):
     code, out, err = cli_json(capsys, *argv)

@@ -19,10 +19,11 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("--port", type=int_arg("0..65535; 0 picks a free port", lo=0), default=8000,
                    help="TCP port (default 8000; 0 picks a free one)")
     p.add_argument("--open", action="store_true", help="open the page in a web browser")
-    p.add_argument("--time-limit", dest="time_limit", type=int_arg(">= 1 (seconds)"), default=60,
+    p.add_argument("--time-limit", dest="time_limit", metavar="SECONDS", type=int_arg(">= 1 (seconds)"), default=60,
                    help="seconds one request may compute before it is stopped with a 422 naming the limit (default 60)")
-    p.add_argument("--workers", type=int_arg("1..64"), default=4,
-                   help="threads that run the commands (default 4); more requests wait, and past 256 waiting get 503")
+    p.add_argument("--workers", metavar="N", type=int_arg("1..64"), default=4,
+                   help="threads that run the quick commands (default 4; sweeps and simulations have 2 more); "
+                        "more requests wait, and past 1,024 waiting get 503")
     p.set_defaults(run=run)
 
 
