@@ -146,3 +146,40 @@ def test_a_check_that_raises_stops_a_sweep():
     with pytest.raises(Stop):
         api.sweep(ranks="1:20000", check=check)
     assert calls == [1]
+
+
+def test_concurrent_first_calls_in_threads_give_the_sequential_documents():
+    """What ``epbuf serve`` does: many commands at once in threads, from a fresh interpreter (the
+    lazy imports happen concurrently; once they returned a half-imported module)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("numpy")
+    code = (
+        "import json, random\n"
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "from epbuf import api\n"
+        "cases = [('hint', b, r) for b in ('ascend', 'deepep-v2', 'deepep-v1', 'deepep-ll', 'uccl-ep', 'uccl-ll',\n"
+        "         'mori-ep', 'pplx') for r in (8, 16)]\n"
+        "cases += [('engine', n, 16) for n in ('vllm', 'sglang', 'megatron', 'sgl-kernel-npu', 'mindspeed',\n"
+        "          'vllm-ascend')]\n"
+        "cases += [('compare', None, 16), ('fit', None, 16), ('simulate', 'deepep-ll', 8), ('replay', None, 8)]\n"
+        "def run(case):\n"
+        "    name, which, ranks = case\n"
+        "    if name == 'engine':\n"
+        "        return json.dumps(api.engine(which, ranks=ranks))\n"
+        "    options = {'ranks': ranks, **({'backend': which} if which else {})}\n"
+        "    if name == 'fit':\n"
+        "        options['budget'] = '8GiB'\n"
+        "    if name == 'simulate':\n"
+        "        options['tokens'] = 64\n"
+        "    return json.dumps(getattr(api, name)(**options))\n"
+        "work = cases * 3\n"
+        "random.Random(0).shuffle(work)\n"
+        "with ThreadPoolExecutor(8) as pool:\n"
+        "    results = list(pool.map(run, work))\n"
+        "print(sum(r != run(c) for c, r in zip(work, results)), len(work))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["0", "78"]  # no document differs, of 26 cases x 3
