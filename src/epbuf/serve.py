@@ -9,8 +9,8 @@ How it holds under load (``docs/background/server.md`` has the measurements):
 * one asyncio event loop owns every socket: an idle or slow connection costs a coroutine,
   not a thread; the listen backlog is :data:`BACKLOG`, so a burst waits in the kernel
   instead of being reset;
-* the request (line, headers, body) must arrive within ``request_timeout`` seconds; a
-  connection that sent nothing is then closed, one that sent part of a request gets 408;
+* the request (line, headers, body) must arrive within ``request_timeout`` seconds, else
+  the connection gets 408 and is closed;
 * the commands run in two pools of threads: ``workers`` for the quick ones and
   :data:`HEAVY_WORKERS` for ``sweep`` and ``simulate``, so a long sweep never holds up a
   ``hint``; at most ``max_pending`` requests wait or run in a pool (:data:`MAX_HEAVY_PENDING`
