@@ -39,7 +39,7 @@ DEEPSEEK_V3_CONFIG = {"model_type": "deepseek_v3", "_name_or_path": "deepseek-ai
 
 @pytest.fixture(scope="module")
 def server():
-    srv = make_server("127.0.0.1", 0, request_timeout=0.5, request_deadline=1.5, max_connections=8)
+    srv = make_server("127.0.0.1", 0, request_timeout=1.0, max_connections=8)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     yield srv
@@ -261,7 +261,7 @@ def test_every_cli_option_that_reads_no_file_is_a_parameter(name):
 
     command, values, switches, _ = webapi.ENDPOINTS[name]
     options = {o[2:] for a in command_parser(command)._actions for o in a.option_strings if o.startswith("--")}
-    file_or_text = {"help", "json", "wide", "model-config", "svg", "csv", "plot", "quiet"}
+    file_or_text = {"help", "json", "wide", "model-config", "svg", "csv", "plot", "quiet", "routing-file", "save-routing"}
     assert options - file_or_text == (set(values) | set(switches)) - {"format"}
 
 
@@ -476,7 +476,7 @@ def test_the_page_has_no_inline_script_or_style():
     html = (files("epbuf") / "web" / "index.html").read_text()
     import re
 
-    assert re.findall(r"<script\b[^>]*>", html) == ['<script src="app.js" defer>']
+    assert re.findall(r"<script\b[^>]*>", html) == ['<script src="app.js" defer>', '<script src="views.js" defer>']
     assert not re.search(r"\sstyle\s*=|<style|\son[a-z]+\s*=|javascript:", html)  # CSP: no inline style or handler
     assert "http://" not in html and "https://" not in html  # no CDN
 
@@ -504,9 +504,17 @@ def raw_exchange(server, data: bytes) -> tuple[str, str]:
 def test_http_level_errors_are_json(server):
     head, body = raw_exchange(server, b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n")
     assert head.startswith("HTTP/1.0 414") and "error" in json.loads(body)
-    # A request line http.server cannot read is answered as HTTP/0.9: the body alone.
-    head, body = raw_exchange(server, b"GET / HTTP/1.1 extra\r\n\r\n")
-    assert json.loads(head)["error"].startswith("Bad request") and body == ""
+    for line in (b"GET / HTTP/1.1 extra", b"GET /", b"get / HTTP/1.1", b"\x16\x03\x01\x02\x00\x01\x00"):
+        head, body = raw_exchange(server, line + b"\r\n\r\n")
+        assert head.startswith("HTTP/1.0 400 Bad Request") and f"Content-Security-Policy: {CSP}" in head, head
+        assert json.loads(body)["error"].startswith("malformed request line")
+    head, body = raw_exchange(server, b"GET / HTTP/2.0\r\n\r\n")
+    assert head.startswith("HTTP/1.0 505") and "use HTTP/1.0 or HTTP/1.1" in json.loads(body)["error"]
+    head, body = raw_exchange(server, b"GET / HTTP/1.1\r\n" + b"X-Big: " + b"b" * 30000 + b"\r\n"
+                              + b"X-Big2: " + b"b" * 40000 + b"\r\n\r\n")
+    assert head.startswith("HTTP/1.0 431") and "in all" in json.loads(body)["error"]
+    head, body = raw_exchange(server, b"GET / HTTP/1.1\r\nno colon here\r\n\r\n")
+    assert head.startswith("HTTP/1.0 400") and "malformed header line" in json.loads(body)["error"]
     head, body = raw_exchange(server, b"GET / HTTP/1.1\r\n" + b"X-A: b\r\n" * 200 + b"\r\n")
     assert head.startswith("HTTP/1.0 431") and "error" in json.loads(body)
 
@@ -524,12 +532,14 @@ def test_a_silent_client_stalls_nobody_and_is_dropped(server):
     status, _, _ = request(server, "GET", "/api/hint?ranks=16")
     assert status == 200 and time.monotonic() - start < 5
     silent.settimeout(5)
-    assert silent.recv(100) == b""  # closed after the 0.5 s socket timeout, nothing sent
+    answer = silent.recv(4096).decode()  # after the 1 s request timeout: 408, with every header
+    assert answer.startswith("HTTP/1.0 408") and f"Content-Security-Policy: {CSP}" in answer
+    assert "did not arrive within 1 s" in answer
     silent.close()
 
 
 def test_a_trickling_client_hits_the_deadline(server):
-    """One byte every 0.2 s never trips the 0.5 s socket timeout; the 1.5 s deadline ends it."""
+    """One byte every 0.2 s: the request must arrive within 1 s, so it ends there (408)."""
     trickle = socket.create_connection(server.server_address, timeout=10)
     start = time.monotonic()
     closed = False
@@ -541,7 +551,8 @@ def test_a_trickling_client_hits_the_deadline(server):
             break
         trickle.settimeout(0.2)
         try:
-            if trickle.recv(100) == b"":
+            data = trickle.recv(100)
+            if data == b"" or data.startswith(b"HTTP/1.0 408"):
                 closed = True
                 break
         except socket.timeout:
@@ -558,8 +569,10 @@ def test_connection_limit_answers_503(capsys):
     try:
         idle = [socket.create_connection(srv.server_address, timeout=10) for _ in range(2)]
         time.sleep(0.2)
-        status, _, body = request(srv, "GET", "/api/versions")
+        status, headers, body = request(srv, "GET", "/api/versions")
         assert status == 503 and "too many connections" in json.loads(body)["error"]
+        assert headers["Content-Security-Policy"] == CSP and headers["X-Content-Type-Options"] == "nosniff"
+        assert headers["Retry-After"] == "1"
         for s in idle:
             s.close()
         for _ in range(50):  # the idle ones are dropped; the server answers again
@@ -574,7 +587,7 @@ def test_connection_limit_answers_503(capsys):
 
 
 def test_concurrent_requests_each_get_their_own_answer(server, capsys):
-    """stdout is captured per command under a lock: answers never mix."""
+    """Requests run concurrently, each command in its own call: answers never mix."""
     expected = {}
     for ranks in (8, 16, 32, 64):
         _, out, _ = cli_json(capsys, "hint", "--backend", "deepep-v2", "--ranks", str(ranks), "--json")
@@ -627,7 +640,7 @@ def test_serve_command_prints_where_and_stops_on_ctrl_c():
         out, err = process.communicate(timeout=20)
     finally:
         process.kill() if process.poll() is None else None
-    assert process.returncode == 0 and "stopped" in out and "Traceback" not in err
+    assert process.returncode == 130 and "stopped" in out and "Traceback" not in err
 
 
 def test_all_interfaces_print_a_warning():
@@ -648,6 +661,8 @@ def test_all_interfaces_print_a_warning():
     (["serve", "--port", "70000"], "--port = 70000: allowed 0..65535"),
     (["serve", "--port", "-1"], "argument --port"),
     (["serve", "--host", "no such host.invalid", "--port", "0"], "cannot listen"),
+    (["serve", "--workers", "65", "--port", "0"], "--workers (workers) = 65: allowed 1..64"),
+    (["serve", "--time-limit", "0"], "argument --time-limit: 0 is out of range"),
 ])
 def test_serve_refuses_bad_addresses_in_one_line(capsys, argv, words):
     code, out, err = cli_json(capsys, *argv)
@@ -695,18 +710,118 @@ def test_a_bug_is_500_with_one_line_and_the_traceback_in_the_log(monkeypatch):
     srv = make_server("127.0.0.1", 0, log=log)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
-        monkeypatch.setattr(webapi, "run_cli", lambda argv: (0, "not json", ""))
+        import epbuf.api
+
+        monkeypatch.setattr(epbuf.api, "document", lambda *a, **k: {"not": object()})
         status, headers, body = request(srv, "GET", "/api/hint?ranks=16")
         assert status == 500 and headers["Content-Security-Policy"] == CSP
         assert json.loads(body) == {"error": "internal error (the server's terminal has the details); please report it"}
-        assert "Traceback" in log.getvalue() and "exited with status 0 without JSON" in log.getvalue()
+        assert "Traceback" in log.getvalue() and "is not JSON serializable" in log.getvalue()
 
-        def broken(argv):
+        def broken(*args, **kwargs):
             raise ZeroDivisionError("a bug")
 
-        monkeypatch.setattr(webapi, "run_cli", broken)
+        monkeypatch.setattr(epbuf.api, "document", broken)
         status, _, body = request(srv, "GET", "/api/layout?format=svg")
         assert status == 500 and b"ZeroDivisionError" not in body and "ZeroDivisionError: a bug" in log.getvalue()
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_the_pages_engine_list_is_the_packages():
+    """views.js lists every engine with the example launch line `epbuf engine NAME --help` gives."""
+    import re
+    from importlib.resources import files
+
+    from epbuf.cli._engine_launch import EXAMPLES
+    from epbuf.engines import ENGINES
+
+    text = (files("epbuf") / "web" / "views.js").read_text()
+    block = text[text.index("const ENGINE_EXAMPLES = {"):text.index("};", text.index("const ENGINE_EXAMPLES"))]
+    found = dict(re.findall(r"^\s*'?([a-z-]+)'?: '([^']*)',?$", block, re.M))
+    assert found == {name: EXAMPLES[name] for name in ENGINES}
+
+
+@pytest.mark.parametrize("path, query", [("/api/simulate", "ranks=16&tokens=64"), ("/api/replay", "hidden=2048&topk=8"),
+                                         ("/api/engine/vllm", "launch=vllm%20serve%20deepseek-ai/DeepSeek-V3%20-dp%2016"
+                                                              "%20--enable-expert-parallel&device=h200")])
+def test_simulate_replay_and_launch_lines_answer_what_the_cli_prints(server, capsys, path, query):
+    pytest.importorskip("numpy")
+    params = dict(urllib.parse.parse_qsl(query))
+    launch = params.pop("launch", None)
+    argv = path[len("/api/"):].split("/") + [f"--{k}={v}" for k, v in params.items()] + ["--json"]
+    if launch:
+        argv += ["--", *launch.split()]
+    code, out, err = cli_json(capsys, *argv)
+    assert code == 0, err
+    status, headers, body = request(server, "GET", f"{path}?{query}")
+    assert status == 200 and body.decode() == out
+    assert headers["X-Epbuf-Command"] == "epbuf " + " ".join(argv)
+
+
+def test_a_long_request_is_stopped_at_the_time_limit(capsys):
+    srv = make_server("127.0.0.1", 0, time_limit=1)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        start = time.monotonic()
+        status, headers, body = request(srv, "GET", "/api/sweep?ranks=1:200000&backends=ascend")
+        assert status == 422 and time.monotonic() - start < 15
+        assert "stopped after the server's limit of 1 s of computing per request" in json.loads(body)["error"]
+        assert headers["Content-Security-Policy"] == CSP
+        assert request(srv, "GET", "/api/hint")[0] == 200
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_errors_echo_a_bounded_part_of_the_input(server):
+    for target in ("/api/hint?model=" + "x" * 60000, "/api/hint?" + "y" * 60000 + "=1",
+                   "/" + "z" * 60000, "/api/engine/" + "w" * 60000):
+        status, _, body = request(server, "GET", target)
+        assert 400 <= status < 500 and len(body) < 2500, (status, len(body))
+
+
+def test_a_short_body_is_answered_at_once(server):
+    with socket.create_connection(server.server_address, timeout=10) as s:
+        s.sendall(b"POST /api/hint HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"hidden_size\"")
+        s.shutdown(socket.SHUT_WR)
+        start = time.monotonic()
+        answer = s.recv(4096).decode()
+    assert answer.startswith("HTTP/1.0 400") and "body ended after 14 of 100 B" in answer
+    assert time.monotonic() - start < 2
+
+
+def test_a_request_whose_client_left_is_stopped():
+    """A maximal sweep whose client hangs up is stopped (its worker freed) and not answered."""
+    import io
+
+    log = io.StringIO()
+    srv = make_server("127.0.0.1", 0, log=log)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        client = socket.create_connection(srv.server_address, timeout=10)
+        client.sendall(b"GET /api/sweep?ranks=8:200000:%2B8&model=deepseek-v3 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        time.sleep(0.3)
+        assert srv.pending["heavy"] == 1
+        client.close()
+        for _ in range(300):  # the sweep stops at its next 10,000-row step
+            if srv.pending["heavy"] == 0:
+                break
+            time.sleep(0.1)
+        assert srv.pending["heavy"] == 0 and not srv.stops
+        assert "abandoned: the client left" in log.getvalue()
+        assert request(srv, "GET", "/api/hint")[0] == 200
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_the_page_intro_names_every_library_and_engine():
+    from importlib.resources import files
+
+    html = (files("epbuf") / "web" / "index.html").read_text()
+    intro = html[html.index('<p class="lead">'):html.index("</p>", html.index('<p class="lead">'))]
+    for name in ("DeepEP (V2, V1, low-latency)", "DeepEP-Ascend", "UCCL-EP", "MORI-EP", "pplx-kernels", "vLLM",
+                 "SGLang", "Megatron-LM", "sgl-kernel-npu", "MindSpeed", "vllm-ascend"):
+        assert name in intro

@@ -27,7 +27,9 @@ def module(name: str):
     ``importlib`` (its package is not loaded at start-up; importing it cost 0.2 ms of every
     command's cold start)."""
     found = sys.modules.get(name)
-    if found is None:
+    if found is None or getattr(getattr(found, "__spec__", None), "_initializing", False):
+        # Absent, or another thread is still running its body (``epbuf serve`` runs commands in
+        # threads): ``__import__`` waits on the module's import lock as the import statement does.
         __import__(name)
         found = sys.modules[name]
     return found

@@ -1,10 +1,12 @@
-"""The JSON API of ``epbuf serve``: a URL query becomes the command line's own argv.
+"""The JSON API of ``epbuf serve``: a URL query becomes the command's options, and the answer
+is the command's document from :mod:`epbuf.api`.
 
-``GET /api/hint?model=deepseek-v3&ranks=64&device=h200`` runs, in this process, exactly
-``epbuf hint --model=deepseek-v3 --ranks=64 --device=h200 --json`` through
-:func:`epbuf.cli.main`, with stdout and stderr captured. The page and the CLI therefore
-cannot disagree: the parameter names are the CLI's option names without ``--``, and the
-parsing, validation, defaults and JSON (``epbuf.report/1`` ...) are the CLI's own code.
+``GET /api/hint?model=deepseek-v3&ranks=64&device=h200`` answers
+``epbuf.api.document("hint", ["--model=deepseek-v3", "--ranks=64", "--device=h200"])``,
+serialized as ``epbuf hint --model=deepseek-v3 --ranks=64 --device=h200 --json`` prints it:
+the parameter names are the CLI's option names without ``--``, and the parsing, validation,
+defaults and JSON (``epbuf.report/1`` ...) are the command's own code, called as a library
+(no output captured, nothing shared between requests: they run concurrently).
 
 =====================  ====================================================  =====================
 path                   command                                               schema
@@ -15,7 +17,10 @@ path                   command                                               sch
 ``/api/compare``       ``epbuf compare ... --json``                          ``epbuf.compare/1``
 ``/api/fit``           ``epbuf fit ... --json``                              ``epbuf.fit/1``
 ``/api/sweep``         ``epbuf sweep ... --json``                            ``epbuf.sweep/1``
-``/api/engine/NAME``   ``epbuf engine NAME ... --json``                      ``epbuf.engine/1``
+``/api/engine/NAME``   ``epbuf engine NAME ... --json``; ``launch=TEXT``:      ``epbuf.engine/1``
+                       the engine's own launch line (after ``--``)
+``/api/simulate``      ``epbuf simulate ... --json`` (needs numpy)           ``epbuf.simulate/1``
+``/api/replay``        ``epbuf replay ... --json``                           ``epbuf.replay/1``
 ``/api/models``        ``epbuf models --json``; POST a config.json: that     ``epbuf.models/1``
                        model, read by :func:`epbuf.models.parse_model_config`
 ``/api/devices``       ``epbuf devices --json``                              ``epbuf.devices/1``
@@ -23,9 +28,10 @@ path                   command                                               sch
 =====================  ====================================================  =====================
 
 Exit status → HTTP: 0 → 200 and the command's JSON; 1 → 422 and the JSON (``strict``:
-the plan breaks an upstream limit); 2 (invalid input) → 400 and ``{"error": "<the CLI's
-one line>"}``. Every API response says ``X-Epbuf-Exit-Status`` and ``X-Epbuf-Command``
-(the equivalent command line, to paste into a terminal).
+the plan breaks an upstream limit; ``simulate``: a region overflows); 2 (invalid input) →
+400 and ``{"error": "<the CLI's one line>"}``; a command stopped by the server's time limit
+→ 422 and ``{"error": ...}`` naming the limit. Every API response says ``X-Epbuf-Exit-Status``
+and ``X-Epbuf-Command`` (the equivalent command line, to paste into a terminal).
 
 Parameters: ``key=value`` becomes ``--key=value`` (the ``=`` form, so a value can never
 be read as another option); a switch (``bf16``, ``no-hybrid``, ``strict`` ...) is on for
@@ -46,9 +52,8 @@ twice is refused (except ``env``). Nothing here reads or writes a file on the se
 from __future__ import annotations
 
 import json
-import threading
 
-__all__ = ["Response", "handle", "run_cli", "ENDPOINTS", "MAX_PARAMS", "MAX_BODY_BYTES"]
+__all__ = ["Response", "handle", "error_response", "ENDPOINTS", "MAX_PARAMS", "MAX_BODY_BYTES"]
 
 #: The largest request body (a pasted config.json) the API reads.
 MAX_BODY_BYTES = 1 << 20
@@ -64,6 +69,9 @@ _PLAN_FLAGS = ("fp8", "bf16", "no-hybrid", "single-reduction", "no-nvlink")
 _LIBRARY_VALUES = ("platform", "nic", "kernel-type", "max-total-recv-tokens", "quant-type", "dp-group-size",
                    "num-scale-bytes", "max-token-type-size", "env", "topk-idx-bits")
 _LIBRARY_FLAGS = ("per-expert-batching",)
+# simulate's routing and link options (not --routing-file, --save-routing, --plot: files).
+_ROUTING_VALUES = ("routing", "seed", "num-tokens", "masked-ratio", "expert-alignment", "network", "nvlink-gbps",
+                   "rdma-gbps", "latency-us")
 
 #: API name -> (command, value options, switch options, accepts a config.json body).
 ENDPOINTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], bool]] = {
@@ -75,6 +83,9 @@ ENDPOINTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], bool]] = {
     "fit": ("fit", _PLAN_VALUES + _LIBRARY_VALUES + ("budget", "backends"), _PLAN_FLAGS + _LIBRARY_FLAGS, True),
     "sweep": ("sweep", ("model", "backends", "hidden", "topk", "experts", "ranks", "tokens", "dtype",
                         "gpus-per-node", "redundant-experts", "device", "hbm"), (), True),
+    "simulate": ("simulate", _PLAN_VALUES + _LIBRARY_VALUES + _ROUTING_VALUES + ("backend",),
+                 _PLAN_FLAGS + _LIBRARY_FLAGS, True),
+    "replay": ("replay", _PLAN_VALUES + _LIBRARY_VALUES, _PLAN_FLAGS + _LIBRARY_FLAGS, True),
     "models": ("models", (), (), True),
     "devices": ("devices", (), (), False),
     "versions": ("versions", (), (), False),
@@ -84,9 +95,6 @@ _ON = ("", "1", "true", "yes", "on")
 _OFF = ("0", "false", "no", "off")
 _BODY_SOURCE = "config.json (request body)"
 _SHAPE = (("hidden", "hidden"), ("topk", "num_topk"), ("experts", "num_experts"))
-
-# Redirecting stdout/stderr is process-wide: one command at a time.
-_LOCK = threading.Lock()
 
 
 class Response:
@@ -116,36 +124,11 @@ class _Refused(Exception):
 
 
 def error_response(status: int, message: str, headers: dict | None = None) -> Response:
-    """``{"error": message}`` with ``status`` (one line, never a traceback)."""
-    line = " ".join(str(message).split())
-    return Response(status, "application/json", (json.dumps({"error": line}) + "\n").encode(), headers)
+    """``{"error": message}`` with ``status`` (one line, never a traceback; at most 2,000
+    characters, so no error echoes a whole oversized input)."""
+    from ._serve_http import error_body
 
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    """``epbuf.cli.main(argv)`` in this process: ``(exit status, stdout, stderr)``.
-
-    argparse's errors (``SystemExit``) become their status; anything but an
-    :class:`~epbuf.errors.EpbufError` (which ``main`` turns into status 2) propagates.
-    """
-    import contextlib
-    import io
-
-    from . import cli
-
-    out, err = io.StringIO(), io.StringIO()
-    with _LOCK, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = cli.main(list(argv))
-        except SystemExit as stop:
-            code = stop.code
-            if code is None:
-                status = 0
-            elif isinstance(code, int):
-                status = code
-            else:
-                err.write(f"{code}\n")
-                status = 2
-    return status, out.getvalue(), err.getvalue()
+    return Response(status, "application/json", error_body(message), headers)
 
 
 def shown_command(words: list[str]) -> str:
@@ -187,7 +170,7 @@ def _engine_options(name: str) -> tuple[set, set, set, set]:
 
     spec = get_engine(name)
     values = {"model", "hidden", "topk", "experts", "ranks", "nodes", "gpus-per-node", "device", "hbm", "budget",
-              "max-tokens-under-load", "engine-version", "env"}
+              "max-tokens-under-load", "engine-version", "env", "launch"}
     if spec.gpu:
         values |= {"backend-version", "deepep-version"}
     for spellings in spec.aliases.values():
@@ -255,30 +238,31 @@ def _argv(name: str, params: list[tuple[str, str]], values, switches, repeatable
     return argv, dropped_org
 
 
-def _json_response(status: int, out: str, headers: dict, extra: dict | None) -> Response:
-    if extra is None:
-        body = out.encode()
-    else:
-        data = json.loads(out)
-        data.update(extra)
-        body = (json.dumps(data, indent=2) + "\n").encode()
-    return Response(status, "application/json", body, headers)
+def _json_response(status: int, data: dict, headers: dict, extra: dict | None) -> Response:
+    if extra is not None:
+        data = {**data, **extra}
+    return Response(status, "application/json", (json.dumps(data, indent=2) + "\n").encode(), headers)
 
 
-def handle(method: str, path: str, query: str = "", body: bytes | None = None) -> Response:
+def handle(method: str, path: str, query: str = "", body: bytes | None = None, *, check=None) -> Response:
     """Answer one API request (``path`` starts with ``/api/``); ``body`` is a POSTed config.json.
+    ``check()`` is called as a sweep or simulation progresses; what it raises propagates (the
+    server stops a request that way).
 
     Never raises for bad input: every refusal is a 4xx :class:`Response` with one line.
     A bug (an exception other than :class:`~epbuf.errors.EpbufError`) propagates, for the
     server to log and answer 500.
     """
     try:
-        return _handle(method, path, query, body)
+        return _handle(method, path, query, body, check)
     except _Refused as refused:
         return error_response(refused.status, str(refused))
 
 
-def _handle(method: str, path: str, query: str, body: bytes | None) -> Response:
+def _handle(method: str, path: str, query: str, body: bytes | None, check) -> Response:
+    from .api import document, exit_status
+    from .errors import EpbufError
+
     name = path[len("/api/"):] if path.startswith("/api/") else ""
     engine = None
     if name.startswith("engine/"):
@@ -296,21 +280,25 @@ def _handle(method: str, path: str, query: str, body: bytes | None) -> Response:
     words = [command]
     json_options: set = set()
     json_env: set = set()
+    launch = None
     if engine is not None:
-        from .errors import EpbufError
-
         try:
             values, switches, json_options, json_env = _engine_options(engine)
         except EpbufError as error:
-            raise _Refused(404, f"/api/engine/{engine}: {error}") from None
+            raise _Refused(404, f"/api/engine/{_short(engine, 60)}: {error}") from None
         words.append(engine)
+        launches = [v for k, v in params if k == "launch"]
+        if len(launches) > 1:
+            raise _Refused(400, "launch is given twice; give it once")
+        launch = launches[0] if launches and launches[0].strip() else None
+        params = [(k, v) for k, v in params if k != "launch"]
     for key, value in params:
         if key in json_options and not _looks_like_json(value):
             raise _Refused(400, f"{key} = {_short(value)}: give the JSON object itself; the server reads no files")
         env_name = value.partition("=")[0].strip() if key == "env" else ""
         if env_name in json_env and not _looks_like_json(value.partition("=")[2]):
-            raise _Refused(400, f"env {env_name} = {_short(value.partition('=')[2])}: give the JSON object itself; "
-                                "the server reads no files")
+            raise _Refused(400, f"env {env_name[:60]} = {_short(value.partition('=')[2])}: give the JSON object "
+                                "itself; the server reads no files")
     fmt = "json"
     if name == "layout":
         formats = [v for k, v in params if k == "format"]
@@ -335,23 +323,30 @@ def _handle(method: str, path: str, query: str, body: bytes | None) -> Response:
     if fmt == "svg":
         return _layout_svg(options)
     argv = [*words, *options, "--json"]
-    status, out, err = run_cli(argv)
-    headers = {"X-Epbuf-Command": shown_command(["epbuf", *argv]), "X-Epbuf-Exit-Status": str(status)}
-    if status in (0, 1):
-        if not out.lstrip().startswith("{"):  # a bug: the server logs it and answers 500
-            raise RuntimeError(f"{shown_command(['epbuf', *argv])} exited with status {status} without JSON "
-                               f"(stdout {out[:200]!r}, stderr {err[:500]!r})")
-        return _json_response(200 if status == 0 else 422, out, headers, extra)
-    line = _error_line(err, status)
-    if dropped_org and "model" in line:
-        line += ("; the server looks up models by name only (presets and their released variants) and never "
-                 "reads a local Hugging Face cache: POST the model's config.json instead")
-    return error_response(400, line, headers)
+    shown = ["epbuf", *argv]
+    if launch is not None:
+        shown += ["--", *_launch_words(launch)]
+    headers = {"X-Epbuf-Command": shown_command(shown)}
+    try:
+        data = document(command, options, engine=engine, launch=launch, check=check)
+    except EpbufError as error:
+        line = f"{getattr(error, 'prog', '') or 'epbuf ' + command}: error: {error}"
+        if dropped_org and "model" in line:
+            line += ("; the server looks up models by name only (presets and their released variants) and never "
+                     "reads a local Hugging Face cache: POST the model's config.json instead")
+        return error_response(400, line, {**headers, "X-Epbuf-Exit-Status": "2"})
+    status = exit_status(command, data, strict="--strict" in options)
+    headers["X-Epbuf-Exit-Status"] = str(status)
+    return _json_response(200 if status == 0 else 422, data, headers, extra)
 
 
-def _error_line(err: str, status: int) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    return lines[-1].strip() if lines else f"the command exited with status {status} without a message"
+def _launch_words(launch: str) -> list[str]:
+    import shlex
+
+    try:
+        return shlex.split(launch)
+    except ValueError:
+        return [launch]
 
 
 def _with_config(name: str, params: list[tuple[str, str]], options: list[str], body: bytes | None):
@@ -375,17 +370,16 @@ def _with_config(name: str, params: list[tuple[str, str]], options: list[str], b
 
 def _layout_svg(options: list[str]) -> Response:
     """The byte map ``epbuf layout --svg FILE`` would write, rendered in memory from the
-    report ``epbuf hint --json`` prints for the same options (layout and hint share them)."""
+    report ``epbuf hint --json`` gives for the same options (layout and hint share them)."""
+    from .api import document
+    from .errors import EpbufError
     from .report.json_form import report_from_dict
     from .svg import render_svg
 
-    argv = ["hint", *options, "--json"]
-    status, out, err = run_cli(argv)
-    headers = {"X-Epbuf-Command": shown_command(["epbuf", "layout", *options, "--svg", "byte-map.svg"]),
-               "X-Epbuf-Exit-Status": str(status)}
-    if status != 0:
-        return error_response(400, _error_line(err, status), headers)
-    if not out.lstrip().startswith("{"):
-        raise RuntimeError(f"epbuf {shown_command(argv)} exited with status 0 without JSON (stderr {err[:500]!r})")
-    svg = render_svg(report_from_dict(json.loads(out)))
-    return Response(200, "image/svg+xml; charset=utf-8", svg.encode(), headers)
+    headers = {"X-Epbuf-Command": shown_command(["epbuf", "layout", *options, "--svg", "byte-map.svg"])}
+    try:
+        data = document("hint", options)
+    except EpbufError as error:
+        return error_response(400, f"epbuf layout: error: {error}", {**headers, "X-Epbuf-Exit-Status": "2"})
+    svg = render_svg(report_from_dict(data))
+    return Response(200, "image/svg+xml; charset=utf-8", svg.encode(), {**headers, "X-Epbuf-Exit-Status": "0"})

@@ -204,15 +204,14 @@ def run(args: argparse.Namespace) -> int:
     ignored = (launch.ignored if launch is not None else ()) + tuple(unknown_options(extras, parser))
     rep = report_from_args(name, opts, ranks_flag=_ranks_spelling(argv, parser), launch=launch, ignored=ignored)
     status = 1 if opts.strict and has_error_finding(rep.findings) else 0
-    from ..engines._report import engine_report_to_dict
-    from ..verdict import summary, verdict_text
+    from ..api._tools import engine_document
 
-    data = engine_report_to_dict(rep)
-    data["summary"] = summary("engine", data)
+    data = engine_document(rep)
     if opts.json:
         print_json(data)
         return status
     from ..render.engine import render_engine_report
+    from ..verdict import verdict_text
 
     width = output_width(opts)
     sys.stdout.write(verdict_text(data["summary"], width) + render_engine_report(rep, verbose=opts.verbose, width=width))

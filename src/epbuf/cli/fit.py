@@ -6,10 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._options import (
-    BACKENDS_ARG, add_plan_options, add_wide_option, budget_from_args, check_backend_options, chosen_backends,
-    device_from_args, device_spec_from_args, output_width, plan_from_args, print_json,
-)
+from ._options import BACKENDS_ARG, add_plan_options, add_wide_option, output_width, print_json
 
 
 def configure(p: argparse.ArgumentParser, command: str) -> None:
@@ -30,77 +27,20 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.set_defaults(run=run)
 
 
-def _budget(args: argparse.Namespace, capacity: tuple[str, int] | None) -> tuple[int, str]:
-    """``(budget bytes, note)``: --budget, else DEFAULT_BUDGET_PERCENT of the device memory."""
-    from ..placement import DEFAULT_BUDGET_PERCENT, budget_from_text, capacity_label
-
-    if args.budget is not None:
-        budget = budget_from_args(args, capacity)
-        note = f"{args.budget.strip()} of {capacity_label(*capacity)}" if args.budget.strip().endswith("%") else ""
-        return budget, note
-    if capacity is None:
-        from ..errors import InvalidArgumentError, Problem
-
-        raise InvalidArgumentError([Problem("budget", None, f"give --budget SIZE, or --device / --hbm for "
-                                                            f"{DEFAULT_BUDGET_PERCENT} % of it")])
-    budget = budget_from_text(f"{DEFAULT_BUDGET_PERCENT}%", capacity[1])
-    return budget, (f"the default: {DEFAULT_BUDGET_PERCENT} % of {capacity_label(*capacity)}, the headroom "
-                    "vLLM's default --gpu-memory-utilization 0.9 leaves; --budget to change")
-
-
 def run(args: argparse.Namespace) -> int:
-    from ..errors import EpbufError
-    from ..fit import fit_ranks, fit_tokens
-    from ..placement import runs_on
-
-    by_ranks = args.tokens is not None and args.ranks is None and args.nodes is None
-    if args.tokens is not None and not by_ranks:
-        from ..errors import InvalidArgumentError, Problem
-
-        given = "--ranks" if args.ranks is not None else "--nodes"
-        raise InvalidArgumentError([Problem("num_max_tokens_per_rank", args.tokens, (
-            f"fit solves for the tokens per rank, or with --tokens and no --ranks/--nodes for the EP size; "
-            f"with {given} too there is nothing to solve: drop one, or size the plan with epbuf hint"))])
-    names = chosen_backends(args.backends)
-    capacity = device_from_args(args)
-    device = device_spec_from_args(args)
-    if device is not None and not args.backends:  # the default list: only what runs on the device
-        names = tuple(n for n in names if runs_on(n, device.vendor))
-    check_backend_options(args, names)
-    budget, note = _budget(args, capacity)
-    plan = plan_from_args(args)
-    results = {}
-    for name in names:
-        try:
-            results[name] = (fit_ranks if by_ranks else fit_tokens)(plan, name, budget)
-        except EpbufError as error:
-            results[name] = error
-    variable = "num_ranks" if by_ranks else "num_max_tokens_per_rank"
-    on_device = {n: runs_on(n, device.vendor) for n in names} if device is not None else None
-    from ..report.json_form import report_to_dict
-    from ..verdict import summary, verdict_text
-
-    def as_json(r):
-        if isinstance(r, Exception):
-            return {"error": str(r)}
-        d = r.as_dict()
-        d["report"] = report_to_dict(r.report) if r.report is not None else None
-        d["constant_failures"] = list(r.constant_failures)
-        return d
-
-    data = {"schema": "epbuf.fit/1", "variable": variable, "budget": budget, "budget_note": note,
-            "results": {n: as_json(r) for n, r in results.items()}}
-    if capacity is not None:
-        data["device"] = {"name": capacity[0], "num_bytes": capacity[1],
-                          "vendor": device.vendor if device is not None else None, "runs_on": on_device}
-    data["summary"] = summary("fit", data)
     if args.json:
-        print_json(data)
-        return 0
-    from ..render.compare import render_fit
+        from ..api._plan import fit_document
 
-    width = output_width(args)
+        print_json(fit_document(args))
+        return 0
+    from ..api._plan import fit_document, fit_parts
+    from ..render.compare import render_fit
+    from ..verdict import verdict_text
+
+    parts = fit_parts(args)
+    data = fit_document(args, parts)
+    device, width = parts["device"], output_width(args)
     sys.stdout.write(verdict_text(data["summary"], width) + render_fit(
-        results, budget, variable, budget_note=note, runs_on=on_device, width=width,
-        device_name=device.title if device else ""))
+        parts["results"], parts["budget"], parts["variable"], budget_note=parts["note"],
+        runs_on=parts["on_device"], width=width, device_name=device.title if device else ""))
     return 0

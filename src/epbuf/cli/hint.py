@@ -25,33 +25,20 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.set_defaults(run=run)
 
 
-def _verdict_fields(rep) -> dict:
-    """What :func:`epbuf.verdict.summary` reads of an ``epbuf.report/1`` document, for the text
-    path (which does not load the JSON form: ``benchmarks/cold_start.py``)."""
-    return {"title": rep.title, "num_bytes": rep.num_bytes,
-            "findings": [{"severity": f.severity, "code": f.code, "message": f.message} for f in rep.findings]}
-
-
 def run(args: argparse.Namespace) -> int:
-    from ..verdict import summary, verdict_text
-
-    rep, device, budget = report_from_args(args)
-    status = 1 if args.strict and has_error_finding(rep.findings) else 0
     if args.json:
-        from ..report.json_form import report_to_dict
+        from ..api import exit_status
+        from ..api._plan import hint_document
 
-        data = report_to_dict(rep)
-    else:
-        data = _verdict_fields(rep)
-    if device is not None:
-        data["device"] = {"name": device[0], "num_bytes": device[1], "share": rep.num_bytes / device[1],
-                          "fits": rep.num_bytes <= device[1]}
-    if budget is not None:
-        data["budget"] = {"num_bytes": budget, "share": rep.num_bytes / budget, "fits": rep.num_bytes <= budget}
-    data["summary"] = summary("hint", data)
-    if args.json:
+        data = hint_document(args)
         print_json(data)
-        return status
+        return exit_status("hint", data, strict=args.strict)
+    from ..api._plan import hint_document
+    from ..verdict import verdict_text
+
+    rep, device, budget = parts = report_from_args(args)
+    status = 1 if args.strict and has_error_finding(rep.findings) else 0
+    data = hint_document(args, parts, full=False)
     from ..render.report import render_report
 
     width = output_width(args)

@@ -31,16 +31,14 @@ def run(args: argparse.Namespace) -> int:
         from ..svg import render_svg
 
         write_text_atomic(args.svg, render_svg(rep), option="--svg")
-    from ..report.json_form import report_to_dict
-    from ..verdict import summary, verdict_text
+    from ..api._plan import layout_document
 
-    full = report_to_dict(rep)
-    data = {k: full[k] for k in ("schema", "backend", "upstream", "inputs", "records", "findings")}
-    data["summary"] = summary("layout", data)
+    data = layout_document(args, rep)
     if args.json:
         print_json(data)
         return 0
     from ..render.report import render_layout
+    from ..verdict import verdict_text
 
     width = output_width(args)
     sys.stdout.write(verdict_text(data["summary"], width) + render_layout(rep, width=width))

@@ -31,11 +31,13 @@ def _summarised(command: str, data: dict) -> dict:
 
 
 def run_models(args: argparse.Namespace) -> int:
+    if args.json:
+        from ..api._tools import models_document
+
+        print_json(models_document())
+        return 0
     from ..models.presets import MODELS
 
-    if args.json:
-        print_json(_summarised("models", {"schema": "epbuf.models/1", "models": [m.as_dict() for m in MODELS.values()]}))
-        return 0
     from ..render import table
     from ..units import format_int
 
@@ -51,12 +53,13 @@ def run_models(args: argparse.Namespace) -> int:
 
 
 def run_devices(args: argparse.Namespace) -> int:
+    if args.json:
+        from ..api._tools import devices_document
+
+        print_json(devices_document())
+        return 0
     from ..devices import DEVICES
 
-    if args.json:
-        print_json(_summarised("devices", {"schema": "epbuf.devices/1",
-                                           "devices": [d.as_dict() for d in DEVICES.values()]}))
-        return 0
     from ..render import table
     from ..units import format_bytes, format_int
 
@@ -82,15 +85,12 @@ def run_devices(args: argparse.Namespace) -> int:
 
 
 def run_versions(args: argparse.Namespace) -> int:
-    from ..plan import backend_names, backend_versions
+    from ..api._tools import versions_data, versions_document
 
-    data = {}
-    for name in backend_names():
-        default, versions = backend_versions(name)
-        data[name] = {"default": default, "versions": versions}
     if args.json:
-        print_json(_summarised("versions", {"schema": "epbuf.versions/1", "backends": data}))
+        print_json(versions_document())
         return 0
+    data = versions_data()
     from ..render import wrap
 
     width = output_width(args)

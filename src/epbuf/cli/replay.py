@@ -7,9 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._options import (
-    add_plan_options, add_wide_option, check_backend_options, output_width, plan_from_args, print_json,
-)
+from ._options import add_plan_options, add_wide_option, output_width, print_json
 
 
 def configure(p: argparse.ArgumentParser, command: str) -> None:
@@ -24,17 +22,16 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..codec.replay import render_replay, replay, replay_to_dict
+    from ..api._tools import replay_document, replay_run
 
-    check_backend_options(args, ("ascend",), "replay replays DeepEP-Ascend", can_choose=False)
-    from ..verdict import summary, verdict_text
-
-    result = replay(plan_from_args(args))
-    data = replay_to_dict(result)
-    data["summary"] = summary("replay", data)
+    result = replay_run(args)
+    data = replay_document(result)
     if args.json:
         print_json(data)
     else:
+        from ..codec.replay import render_replay
+        from ..verdict import verdict_text
+
         width = output_width(args)
         sys.stdout.write(verdict_text(data["summary"], width) + render_replay(result, width))
     return 0

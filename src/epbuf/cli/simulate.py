@@ -7,10 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._options import (
-    DEFAULT_BACKEND, FILE_ARG, add_plan_options, add_wide_option, check_backend_options, int_arg, output_width,
-    plan_from_args, print_json,
-)
+from ._options import FILE_ARG, add_plan_options, add_wide_option, int_arg, output_width, print_json
 
 
 def configure(p: argparse.ArgumentParser, command: str) -> None:
@@ -45,66 +42,13 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.set_defaults(run=run)
 
 
-def _backend(args: argparse.Namespace) -> tuple[str, str]:
-    """``(backend, why)``: --backend; else the backend of --device's vendor (a device preset, or
-    a link preset's vendor: ``h800`` is NVIDIA); else the default."""
-    if args.backend is not None or args.device is None:
-        return args.backend or DEFAULT_BACKEND, ""
-    from ..devices import get_device
-    from ..errors import UnknownNameError
-    from ..placement import DEVICE_BACKENDS
-
-    try:
-        spec = get_device(args.device)
-        return DEVICE_BACKENDS[spec.vendor], f"chosen for {spec.title}"
-    except UnknownNameError:
-        from ..simulate.links import get_links
-
-        title = get_links(args.device).title  # the one-line error for a name neither knows
-        vendor = title.split(" ", 1)[0]
-        if vendor not in DEVICE_BACKENDS:
-            return DEFAULT_BACKEND, ""
-        return DEVICE_BACKENDS[vendor], f"chosen for {title}"
-
-
-#: The most token selections (ranks x tokens x top-k) a generated routing may have: about 0.5 GiB
-#: of int64 indices, a few seconds of simulation (benchmarks/README.md measures 8 M in 0.2-0.6 s).
-MAX_SELECTIONS = 1 << 26
-
-
-def _check_size(plan, num_tokens: int | None) -> None:
-    """Refuse, before any array is allocated, a generated routing too large to hold."""
-    tokens = num_tokens if num_tokens is not None else plan.num_max_tokens_per_rank
-    selections = plan.num_ranks * tokens * max(plan.num_topk, 1)
-    if selections > MAX_SELECTIONS:
-        from ..errors import InvalidArgumentError, Problem
-
-        raise InvalidArgumentError([Problem(
-            "num_tokens" if num_tokens is not None else "num_max_tokens_per_rank", tokens,
-            f"{selections:,} selections (ranks x tokens x top-k); allowed up to {MAX_SELECTIONS:,}")])
-
-
 def run(args: argparse.Namespace) -> int:
-    from ..simulate import simulate_options, to_dict
     from .._progress import terminal_progress
+    from ..api._tools import simulate_document, simulate_run
 
-    if args.plot:  # its format, before the simulation runs
-        from ..plot import plot_format
-
-        plot_format(args.plot)
-    backend, why = _backend(args)
-    check_backend_options(args, (backend,), why)
-    plan = plan_from_args(args)
-    if args.routing_file is None:
-        _check_size(plan, args.num_tokens)
     progress = terminal_progress(sys.stderr, "epbuf simulate", delay=1.0)
     try:
-        sim, routing = simulate_options(
-            plan, backend, routing=args.routing, routing_file=args.routing_file,
-            seed=args.seed, num_tokens=args.num_tokens, masked_ratio=args.masked_ratio,
-            expert_alignment=args.expert_alignment, device=args.device, network=args.network,
-            nvlink_gbps=args.nvlink_gbps, rdma_gbps=args.rdma_gbps, latency_us=args.latency_us,
-            adopt_file_topk=args.topk is None and not args.model and not args.model_config, progress=progress)
+        sim, routing, backend, why = simulate_run(args, progress)
     finally:
         progress.done()
     if args.save_routing:
@@ -115,13 +59,12 @@ def run(args: argparse.Namespace) -> int:
         from ..simulate.plot import plot_simulation
 
         plot_simulation(sim, args.plot)
-    from ..verdict import summary, verdict_text
-
-    data = to_dict(sim)
-    data["summary"] = summary("simulate", data)
+    data = simulate_document(sim)
     if args.json:
         print_json(data)
     else:
+        from ..verdict import verdict_text
+
         from ..simulate.render import render_simulation
 
         width = output_width(args)

@@ -8,8 +8,8 @@ import sys
 
 from ._options import (
     BACKENDS_ARG, DEFAULT_EXPERTS, DEFAULT_HIDDEN, DEFAULT_RANKS, DEFAULT_TOKENS, DEFAULT_TOPK, FILE_ARG,
-    add_device_options, add_model_options, add_wide_option, chosen_backends, device_from_args, int_arg, nonempty_arg,
-    output_width, print_json, shape_from_args,
+    add_device_options, add_model_options, add_wide_option, device_from_args, int_arg, nonempty_arg, output_width,
+    print_json,
 )
 
 
@@ -45,30 +45,9 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.set_defaults(run=run)
 
 
-def _axes(args: argparse.Namespace) -> tuple[dict, str]:
-    from ..sweep import parse_values
-
-    shape = shape_from_args(argparse.Namespace(**{**vars(args), "hidden": None, "topk": None, "experts": None}))
-    axes = {
-        "hidden": parse_values(args.hidden, "--hidden") if args.hidden else [shape["hidden"]],
-        "num_topk": parse_values(args.topk, "--topk") if args.topk else [shape["num_topk"]],
-        "num_experts": parse_values(args.experts, "--experts") if args.experts else [shape["num_experts"]],
-        "num_ranks": parse_values(args.ranks, "--ranks") if args.ranks else [DEFAULT_RANKS],
-        "num_max_tokens_per_rank": parse_values(args.tokens, "--tokens") if args.tokens else [DEFAULT_TOKENS],
-    }
-    dtypes = [t.strip().lower() for t in args.dtype.split(",") if t.strip()]
-    if not dtypes or any(t not in ("fp8", "bf16") for t in dtypes):
-        from ..errors import InvalidArgumentError, Problem
-
-        raise InvalidArgumentError([Problem("dtype", args.dtype, "use fp8, bf16 or fp8,bf16")])
-    axes["use_fp8_dispatch"] = list(dict.fromkeys(t == "fp8" for t in dtypes))
-    return axes, shape["model"]
-
-
 def run(args: argparse.Namespace) -> int:
     from .._progress import terminal_progress
-    from ..plan import Plan
-    from ..sweep import sweep
+    from ..api._plan import sweep_document, sweep_run
 
     if args.quiet and args.csv is None and args.plot is None:
         from ..errors import InvalidArgumentError, Problem
@@ -78,15 +57,10 @@ def run(args: argparse.Namespace) -> int:
         from ..plot import plot_format
 
         plot_format(args.plot)  # a bad extension fails before the sweep runs
-    axes, model = _axes(args)
-    base = Plan(hidden=axes["hidden"][0], num_topk=axes["num_topk"][0], num_experts=axes["num_experts"][0],
-                num_ranks=axes["num_ranks"][0], num_max_tokens_per_rank=axes["num_max_tokens_per_rank"][0],
-                use_fp8_dispatch=axes["use_fp8_dispatch"][0], num_ranks_per_node=args.gpus_per_node,
-                num_redundant_experts=args.redundant_experts, model=model)
     progress = terminal_progress(sys.stderr, "epbuf sweep", delay=1.0)
     try:
-        result = sweep(base, axes, chosen_backends(args.backends),
-                       progress=lambda done, total: progress(f"{done:,} of {total:,} configurations", done, total))
+        result, model = sweep_run(args, lambda done, total: progress(f"{done:,} of {total:,} configurations",
+                                                                     done, total))
     finally:
         progress.done()
     device = device_from_args(args)
@@ -105,19 +79,14 @@ def run(args: argparse.Namespace) -> int:
         from ..plot import plot_sweep
 
         plot_sweep(result, args.plot, capacity=device, title=f"{model or 'custom shape'}: total device allocation")
-    from ..verdict import summary, verdict_text
-
-    data = {"schema": "epbuf.sweep/1", "columns": list(result.columns), "varying": list(result.varying),
-            "rows": [list(row) for row in result.rows]}
-    if device is not None:
-        data["device"] = {"name": device[0], "num_bytes": device[1]}
-    data["summary"] = summary("sweep", data)
+    data = sweep_document(result, device)
     if args.json:
         print_json(data)
         return 0
     if args.quiet:
         return 0
     from ..render.sweep import render_sweep
+    from ..verdict import verdict_text
 
     width = output_width(args)
     sys.stdout.write(verdict_text(data["summary"], width) + render_sweep(result, device, width=width))

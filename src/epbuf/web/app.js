@@ -10,7 +10,14 @@ const PLAN_SWITCHES = ['bf16', 'no-hybrid', 'single-reduction', 'no-nvlink'];
 // Page-only keys: the backend (absent: the server chooses), the fit budget, the tokens to
 // sweep (the CLI's list syntax) and the name of a pasted config.json.
 const PAGE_KEYS = ['backend', 'budget', 'sweep', 'config'];
-const STATE_KEYS = [...PLAN_KEYS, ...PLAN_SWITCHES, ...PAGE_KEYS];
+// The other views' keys (views.js): the engine, its launch line and budget; the routing and seed.
+const VIEW_KEYS = ['engine', 'launch', 'engine-budget', 'routing', 'seed'];
+const VIEWS = ['plan', 'engine', 'simulate', 'replay'];
+const STATE_KEYS = [...PLAN_KEYS, ...PLAN_SWITCHES, ...PAGE_KEYS, ...VIEW_KEYS];
+// The most points the chart draws (a 200,000-point sweep is thinned to this many, evenly).
+const MAX_DOTS = 400;
+const MAX_PATH = 2000;
+// (the dots at least (plot width / MAX_DOTS) apart, the path vertices (plot width / MAX_PATH) apart)
 const DEFAULT_SWEEP = '128:32768:*2';
 // Options `epbuf sweep` does not take: the sweep uses the backend's defaults for them.
 const NOT_SWEPT = ['backend-version', 'num-sms', 'sf-packs', 'no-hybrid', 'single-reduction', 'no-nvlink', 'nodes'];
@@ -87,7 +94,9 @@ async function api(path, params, body) {
   } catch (e) {
     throw new ApiError(`${path}: HTTP ${response.status}, not JSON`);
   }
-  if (!response.ok && response.status !== 422) throw new ApiError(data.error || `${path}: HTTP ${response.status}`);
+  if ((!response.ok && response.status !== 422) || (data && typeof data.error === 'string' && !data.schema)) {
+    throw new ApiError(data.error || `${path}: HTTP ${response.status}`);
+  }
   return { data, command: response.headers.get('X-Epbuf-Command') || '' };
 }
 
@@ -106,6 +115,8 @@ function readForm() {
   if ($('dtype').value === 'bf16') state.bf16 = '1';
   const label = $('config-label').dataset.title;
   if (label && !state.model) state.config = label;
+  if (currentView !== 'plan') state.view = currentView;
+  if (typeof readViewInputs === 'function') readViewInputs(state);
   return state;
 }
 
@@ -115,6 +126,7 @@ function stateFromURL() {
   for (const key of STATE_KEYS) {
     if (params.has(key)) state[key] = params.get(key);
   }
+  if (VIEWS.includes(params.get('view'))) state.view = params.get('view');
   return state;
 }
 
@@ -136,11 +148,44 @@ function writeForm(state) {
   }
   $('dtype').value = 'bf16' in state && !['0', 'false', 'no', 'off'].includes(String(state.bf16).toLowerCase()) ? 'bf16' : 'fp8';
   setConfigLabel(state.model ? '' : (state.config || ''));
+  if (typeof writeViewInputs === 'function') writeViewInputs(state);
+  showView(state.view || 'plan');
   updatePlaceholders();
+}
+
+// --- views: the plan (hint, fit, sweep, compare, byte map), engine recipes, simulate, replay
+let currentView = 'plan';
+function showView(view) {
+  const next = VIEWS.includes(view) ? view : 'plan';
+  // One device across the views: the engine card has its own field (the form is hidden there).
+  if (next === 'engine' && currentView !== 'engine') $('engine-device').value = $('device').value;
+  if (next !== 'engine' && currentView === 'engine') $('device').value = $('engine-device').value;
+  currentView = next;
+  document.body.dataset.view = currentView;
+  for (const section of document.querySelectorAll('main .view')) section.hidden = section.dataset.view !== currentView;
+  for (const tab of document.querySelectorAll('#tabs a')) {
+    tab.classList.toggle('active', tab.dataset.view === currentView);
+    if (tab.dataset.view === currentView) tab.setAttribute('aria-current', 'page'); else tab.removeAttribute('aria-current');
+  }
+}
+
+// A finding's message up to its first parenthesis (the upstream source), at most 90 characters.
+function shortLine(text) {
+  let line = text.split(' (')[0];
+  if (line.length > 90) line = line.slice(0, 88) + '…';
+  return line;
+}
+
+// The answer in one line, at the top of every view (on a phone, in the first screen).
+function setVerdict(parts, bad) {
+  const box = $('verdict');
+  box.replaceChildren(...parts.flatMap((part, i) => (i ? [' · ', part] : [part])));
+  box.classList.toggle('bad', Boolean(bad));
 }
 
 function writeURL(state) {
   const params = new URLSearchParams();
+  if (state.view) params.set('view', state.view);
   for (const key of STATE_KEYS) if (key in state) params.set(key, state[key]);
   const query = params.toString();
   history.replaceState(null, '', query ? '?' + query : location.pathname);
@@ -177,7 +222,7 @@ function updatePlaceholders() {
   $('ranks').placeholder = '8';
   $('tokens').placeholder = '4096';
   $('sweep').placeholder = DEFAULT_SWEEP;
-  const device = presets.devices[$('device').value];
+  const device = presets.devices[$('device').value.trim()];
   $('gpus-per-node').placeholder = device && device.ranks_per_node ? String(device.ranks_per_node) : '8';
 }
 
@@ -217,6 +262,7 @@ function showError(message) {
   box.hidden = !message;
   box.textContent = message || '';
   $('results').classList.toggle('failed', Boolean(message));
+  if (message) setVerdict([el('span', {}, el('strong', {}, 'error: '), message.replace(/^epbuf [a-z -]+: error: /, ''))], true);
   for (const field of document.querySelectorAll('.invalid')) field.classList.remove('invalid');
   const named = /--([a-z][a-z0-9-]*)/.exec(message || '');
   const field = named && document.querySelector(`[name="${named[1]}"]`);
@@ -249,6 +295,23 @@ function renderSummary(hint, command, state) {
     ? 'a real run with these shapes needs all of it (the hint reserves exactly this)'
     : `a real run with these shapes needs ${fmtInt(needed)} B (${fmtBytes(needed)}); the hint reserves more`;
   $('command').textContent = command.replace(/ --json$/, '');
+  const parts = [el('strong', {}, `${fmtBytes(hint.num_bytes)} per device`), hint.backend];
+  let bad = false;
+  if (hint.device) {
+    parts.push(`${fixed2(hint.device.share * 100)} % of ${hint.device.name}`);
+    parts.push(hint.device.fits ? 'fits in memory' : el('strong', {}, 'does not fit'));
+    bad = !hint.device.fits;
+  }
+  if (hint.budget) {
+    parts.push(hint.budget.fits ? 'within the budget' : el('strong', {}, 'over the budget'));
+    bad = bad || !hint.budget.fits;
+  }
+  const errors = hint.findings.filter((f) => f.severity === 'error');
+  const broken = hint.limits.filter((l) => !l.ok).length;
+  if (errors.length) {
+    parts.push(`error: ${shortLine(errors[0].message)}` + (errors.length > 1 ? ` (+${errors.length - 1} more)` : ''));
+  } else if (broken) parts.push(`${broken} upstream limit(s) broken`);
+  setVerdict(parts, bad || errors.length > 0 || broken > 0);
 }
 
 function renderFindings(hint) {
@@ -268,7 +331,7 @@ function renderFindings(hint) {
   if (broken.length) {
     limits.append(el('h3', {}, 'Broken limits'), table(['limit', 'value', '', 'bound', 'enforced', 'source'],
       broken.map((l) => ({ attrs: { class: 'broken' }, cells: [l.name, fmtInt(l.value), l.relation, fmtInt(l.bound), l.enforced, l.source],
-        cellClass: { 5: 'src' } })), new Set([1, 3])));
+        cellClass: { 0: 'name', 4: 'src', 5: 'src' } })), new Set([1, 3])));
   } else {
     limits.append(el('p', { class: 'note' }, `All ${hint.limits.length} upstream limits hold.`));
   }
@@ -314,6 +377,13 @@ function renderCompare(compare, current) {
     $('backend').value = tr.dataset.backend;
     schedule(0);
   });
+  const p = compare.plan;
+  const inputs = [p.model || 'custom shape', `hidden ${fmtInt(p.hidden)}`, `top-${p.num_topk}`,
+    `${fmtInt(p.num_experts)} experts` + (p.num_redundant_experts ? ` + ${fmtInt(p.num_redundant_experts)} redundant` : ''),
+    `${fmtInt(p.num_ranks)} ranks` + (p.num_ranks_per_node ? ` (${p.num_ranks_per_node} per node)` : ''),
+    `${fmtInt(p.num_max_tokens_per_rank)} tokens per rank`, p.use_fp8_dispatch ? 'FP8 dispatch' : 'BF16 dispatch'];
+  if (compare.device) inputs.push(`device ${compare.device.name}`);
+  $('compare-inputs').textContent = 'Inputs: ' + inputs.join(' · ');
   $('compare').replaceChildren(el('p', { class: 'note' }, 'Same plan, every backend (click one to show it).'), t);
 }
 
@@ -333,6 +403,11 @@ function renderFit(fit, backend, command) {
   }
   out.append(`Largest tokens per rank within ${target}: `, el('strong', { id: 'fit-value' }, fmtInt(r.value)),
     ` (total ${fmtBytes(r.report.num_bytes)}; ${r.reason})`);
+  if (r.constant_failures && r.constant_failures.length) {
+    // As the CLI: the budget fits, but these limits break whatever the token count.
+    out.append(el('span', { class: 'limit-note', id: 'fit-note' },
+      ` — but broken whatever the tokens per rank: ${r.constant_failures.join('; ')}`));
+  }
   return r.value;
 }
 
@@ -345,7 +420,26 @@ function svg(tag, attrs, text) {
   return node;
 }
 
-function renderChart(sweep, backend, hint, state, fitValue, budget) {
+function minMax(values) {
+  let lo = Infinity; let hi = -Infinity;
+  for (const v of values) { if (v < lo) lo = v; if (v > hi) hi = v; }
+  return [lo, hi];
+}
+
+// The points at least `gap` pixels apart along x (sorted by x), the last always kept, at most
+// `most` of them: on a log axis a 200,000-point sweep crowds its right end, so thin by pixels.
+function thin(points, x, gap, most) {
+  const out = [];
+  let last = -Infinity;
+  for (const p of points) {
+    const at = x(p.tokens);
+    if (at - last >= gap) { out.push(p); last = at; }
+  }
+  if (out[out.length - 1] !== points[points.length - 1]) out.push(points[points.length - 1]);
+  return out.length <= most ? out : out.filter((_, i) => i % Math.ceil(out.length / most) === 0);
+}
+
+function renderChart(sweep, backend, hint, state, fitValue, budget, fitBroken) {
   const col = Object.fromEntries(sweep.columns.map((c, i) => [c, i]));
   const points = sweep.rows
     .filter((row) => row[col.backend] === backend && !row[col.error])
@@ -366,10 +460,12 @@ function renderChart(sweep, backend, hint, state, fitValue, budget) {
   const xs = points.map((p) => p.tokens).concat(Number.isFinite(here.tokens) ? [here.tokens] : []);
   if (fitValue !== null && fitValue !== undefined) xs.push(Number(fitValue));
   const ys = points.map((p) => Number(p.bytes)).concat([Number(here.bytes)], lines.map((l) => Number(l.bytes)));
-  const x0 = Math.log2(Math.min(...xs)); let x1 = Math.log2(Math.max(...xs));
+  // (no Math.min(...xs): a 200,000-point sweep would overflow the call stack)
+  const [xMin, xMax] = minMax(xs); const [yMin, yMax] = minMax(ys);
+  const x0 = Math.log2(xMin); let x1 = Math.log2(xMax);
   if (x1 - x0 < 1) x1 = x0 + 1;
-  const y0 = Math.floor(Math.log2(Math.max(1, Math.min(...ys)))) - 0.5;
-  let y1 = Math.ceil(Math.log2(Math.max(...ys))) + 0.3;
+  const y0 = Math.floor(Math.log2(Math.max(1, yMin))) - 0.5;
+  let y1 = Math.ceil(Math.log2(yMax)) + 0.3;
   if (y1 - y0 < 2) y1 = y0 + 2;
   const X = (t) => L + (Math.log2(t) - x0) / (x1 - x0) * (W - L - R);
   const Y = (b) => T + (1 - (Math.log2(Math.max(1, b)) - y0) / (y1 - y0)) * (H - T - B);
@@ -383,7 +479,12 @@ function renderChart(sweep, backend, hint, state, fitValue, budget) {
     root.append(svg('line', { x1: L, x2: W - R, y1: y, y2: y, class: 'grid' }));
     root.append(svg('text', { x: L - 6, y: y + 4, 'text-anchor': 'end', class: 'tick' }, tickBytes(bits)));
   }
-  const tickTokens = points.map((p) => p.tokens);
+  // Ticks: the sweep's own values when few; else powers of two across the axis.
+  let tickTokens = points.map((p) => p.tokens);
+  if (tickTokens.length > 12) {
+    tickTokens = [];
+    for (let k = Math.ceil(x0); k <= Math.floor(x1); k += 1) tickTokens.push(2 ** k);
+  }
   const every = Math.max(1, Math.ceil(tickTokens.length / 10));
   tickTokens.forEach((t, i) => {
     if (i % every) return;
@@ -405,13 +506,19 @@ function renderChart(sweep, backend, hint, state, fitValue, budget) {
     const x = X(Number(fitValue));
     root.append(svg('line', { x1: x, x2: x, y1: T, y2: H - B, class: 'fitline' }));
     const nearRight = x > W - R - 90;
-    root.append(svg('text', { x: nearRight ? x - 4 : x + 4, y: T + 24, 'text-anchor': nearRight ? 'end' : 'start',
-      class: 'label fit-label' }, `fits: ${fmtInt(fitValue)}`));
+    // At the foot of its line: the curve crosses the budget high up, where the capacity and budget labels are.
+    root.append(svg('text', { x: nearRight ? x - 4 : x + 4, y: H - B - 8, 'text-anchor': nearRight ? 'end' : 'start',
+      class: 'label fit-label' }, `fits: ${fmtInt(fitValue)}` + (fitBroken ? ' (a limit breaks whatever the tokens)' : '')));
   }
   // the series
-  const d = points.map((p, i) => `${i ? 'L' : 'M'}${X(p.tokens).toFixed(1)},${Y(Number(p.bytes)).toFixed(1)}`).join(' ');
+  const d = thin(points, X, (W - L - R) / MAX_PATH, MAX_PATH).map((p, i) => `${i ? 'L' : 'M'}${X(p.tokens).toFixed(1)},${Y(Number(p.bytes)).toFixed(1)}`).join(' ');
   root.append(svg('path', { d, class: 'series' }));
-  for (const p of points) {
+  const dots = thin(points, X, (W - L - R) / MAX_DOTS, MAX_DOTS);
+  if (dots.length < points.length) {
+    chart.prepend(el('p', { class: 'note', id: 'chart-thinned' },
+      `${fmtInt(points.length)} points; ${fmtInt(dots.length)} of them drawn as dots, at least a pixel apart`));
+  }
+  for (const p of dots) {
     const dot = svg('circle', { cx: X(p.tokens), cy: Y(Number(p.bytes)), r: 3.5, class: 'point' + (p.broken ? ' broken' : '') });
     dot.append(svg('title', {}, `${fmtInt(p.tokens)} tokens: ${fmtInt(p.bytes)} B (${fmtBytes(p.bytes)})` +
       (p.broken ? ` — breaks ${p.broken}` : '')));
@@ -431,11 +538,26 @@ function renderChart(sweep, backend, hint, state, fitValue, budget) {
   chart.append(root);
 }
 
-// --- one update: /api/hint first (it resolves the backend and the topology), then the rest
+// --- one update of the view shown
 async function update(gen) {
   document.body.dataset.state = 'busy';
   const state = readForm();
   writeURL(state);
+  if (currentView !== 'plan') {
+    try {
+      await updateView(currentView, state, gen);
+    } catch (error) {
+      if (gen !== generation) return;
+      showError(error.message);
+    }
+    if (gen === generation) document.body.dataset.state = 'ready';
+    return;
+  }
+  await updatePlan(gen, state);
+}
+
+// The plan: /api/hint first (it resolves the backend and the topology), then the rest.
+async function updatePlan(gen, state) {
   try {
     const hint = await api('/api/hint', hintParams(state));
     if (gen !== generation) return;
@@ -469,9 +591,12 @@ async function update(gen) {
     ]);
     if (gen !== generation) return;
     let fitValue = null;
+    let fitBroken = false;
     let budgetBytes = null;
     if (fit.status === 'fulfilled' && fit.value) {
       fitValue = renderFit(fit.value.data, backend, fit.value.command);
+    const result = fit.value.data.results[backend];
+    fitBroken = Boolean(result && result.constant_failures && result.constant_failures.length);
       budgetBytes = fit.value.data.budget;
     } else if (fit.status === 'rejected') {
       $('fit').textContent = `Budget: ${fit.reason.message}`;
@@ -481,7 +606,7 @@ async function update(gen) {
       $('fit').textContent = 'Give a budget per device (e.g. 8GiB) or choose a device to find the largest tokens per rank that fit.';
     }
     if (sweep.status === 'fulfilled') {
-      renderChart(sweep.value.data, backend, hint.data, state, fitValue, budgetBytes);
+      renderChart(sweep.value.data, backend, hint.data, state, fitValue, budgetBytes, fitBroken);
       const skipped = NOT_SWEPT.filter((k) => k in state);
       $('chart-note').textContent = `Curve: ${sweep.value.command.replace(/ --json$/, '')}` +
         (skipped.length ? ` (the sweep takes no ${skipped.map((k) => '--' + k).join(', ')}: defaults there; the black dot is this plan)` : '');
@@ -553,14 +678,22 @@ async function init() {
   }
   for (const d of devices.data.devices) {
     presets.devices[d.name] = d;
-    $('device').add(new Option(`${d.title} (${fmtBytes(d.num_bytes)})`, d.name));
+    $('device-list').append(new Option(`${d.title} (${fmtBytes(d.num_bytes)})`, d.name));
   }
   const versionList = $('versions');
   for (const [backend, entry] of Object.entries(versions.data.backends)) {
     $('backend').add(new Option(backend, backend));
     for (const id of Object.keys(entry.versions)) if (id) versionList.append(new Option(`${backend}: ${entry.versions[id]}`.slice(0, 90), id));
   }
+  if (typeof initViews === 'function') initViews();
   writeForm(stateFromURL());
+  for (const tab of document.querySelectorAll('#tabs a')) {
+    tab.addEventListener('click', (event) => {
+      event.preventDefault();
+      showView(tab.dataset.view);
+      schedule(0);
+    });
+  }
   const form = $('plan');
   form.addEventListener('input', (event) => {
     if (event.target.closest('#paste')) return;
@@ -574,7 +707,7 @@ async function init() {
     }
     updatePlaceholders();
   });
-  $('device').addEventListener('change', updatePlaceholders);
+  $('device').addEventListener('input', updatePlaceholders);
   form.addEventListener('submit', (event) => { event.preventDefault(); schedule(0); });
   $('config-use').addEventListener('click', useConfig);
   $('config-file').addEventListener('change', async () => {
