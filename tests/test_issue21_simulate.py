@@ -26,7 +26,7 @@ def test_a_negative_dimension_is_one_line_exit_2(tmp_path, capsys):
     _npy_header_only(path, (4, -1, 8))
     code, out, err = run_cli(capsys, "simulate", "--routing-file", str(path), "--ranks", "4")
     assert code == 2 and out == "" and err.count("\n") == 1
-    assert "its header declares shape [4, -1, 8]; dimensions must be >= 0" in err
+    assert "header shape [4, -1, 8]: dimensions must be >= 0" in err
 
 
 def test_the_declared_shape_is_checked_before_the_data_is_read(tmp_path, capsys, monkeypatch):
@@ -39,7 +39,7 @@ def test_the_declared_shape_is_checked_before_the_data_is_read(tmp_path, capsys,
 
     monkeypatch.setattr(numpy, "load", no_load)
     code, out, err = run_cli(capsys, "simulate", "--routing-file", str(path), "--ranks", "4", "--tokens", "16")
-    assert code == 2 and "100000000 tokens per rank, more than --tokens (num_max_tokens_per_rank) = 16" in err
+    assert code == 2 and "100000000 tokens per rank > --tokens 16" in err
 
 
 def test_a_large_zipf_exponent_leaks_no_numpy_warning(capsys):
@@ -54,7 +54,7 @@ def test_a_pickled_torch_file_gets_no_unpickling_advice(tmp_path, capsys):
     code, out, err = run_cli(capsys, "simulate", "--routing-file", str(path), "--ranks", "4", "--tokens", "8",
                              "--topk", "2")
     assert code == 2 and err.count("\n") == 1
-    assert "holds objects other than tensors" in err and "trust the source" not in err and "\x1b" not in err
+    assert "holds objects, not only tensors" in err and "trust the source" not in err and "\x1b" not in err
 
 
 def test_a_phase_sharing_its_region_has_no_headroom_beside_a_full_fill(capsys):

@@ -140,7 +140,7 @@ def test_bad_shapes_are_one_line_errors():
     (np.zeros((2, 3, 2), dtype=bool), "dtype bool"),
     (np.zeros((3, 2), dtype=np.int64), r"shape \[3, 2\], expected \[ranks, tokens, top-k\]"),
     (np.zeros((4, 3, 2), dtype=np.int64), "routes 4 ranks, but --ranks is 2"),
-    (np.zeros((2, 9, 2), dtype=np.int64), "9 tokens per rank, more than --tokens"),
+    (np.zeros((2, 9, 2), dtype=np.int64), "9 tokens per rank > --tokens"),
     (np.full((2, 3, 2), 8, dtype=np.int64), r"expert index 8 at \[rank, token, slot\] = \[0, 0, 0\]"),
     (np.full((2, 3, 2), -2, dtype=np.int64), "expert index -2"),
     (np.array([[[1, 2], [3, 3], [4, 4]], [[0, 1], [2, -1], [-1, -1]]]), r"2 token\(s\) name an expert twice, first at rank 0 token 1"),

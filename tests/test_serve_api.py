@@ -13,6 +13,8 @@ import subprocess
 import sys
 import threading
 import time
+
+from _cli_run import run_cli_whole  # tests/_cli_run.py (conftest puts tests/ on the path)
 import urllib.parse
 
 import pytest
@@ -59,13 +61,9 @@ def request(server, method: str, target: str, body: bytes | None = None, headers
 
 
 def cli_json(capsys, *argv: str) -> tuple[int, str, str]:
-    """``epbuf ARGV`` through main(): (status, stdout, stderr)."""
-    try:
-        code = main(list(argv))
-    except SystemExit as stop:
-        code = stop.code
-    out, err = capsys.readouterr()
-    return code, out, err
+    """``epbuf ARGV`` through main(): (status, stdout, stderr), error lines whole: the API answers
+    the library's whole line, where a terminal gets it cut to 100 columns (tests/test_columns.py)."""
+    return run_cli_whole(capsys, *argv)
 
 
 # --- every endpoint answers what the CLI prints --------------------------------------------

@@ -63,6 +63,8 @@ MAX_PARAMS = 100
 _PLAN_VALUES = ("model", "hidden", "topk", "experts", "ranks", "nodes", "gpus-per-node", "tokens",
                 "redundant-experts", "sf-packs", "backend-version", "deepep-version", "num-sms", "device", "hbm")
 _PLAN_FLAGS = ("fp8", "bf16", "no-hybrid", "single-reduction", "no-nvlink")
+_SHAPE_VALUES = ("model", "hidden", "topk", "experts", "ranks", "tokens", "gpus-per-node", "nodes", "redundant-experts",
+                 "sf-packs", "topk-idx-bits")
 # The UCCL-EP, MORI-EP and pplx options and --topk-idx-bits (cli/_library_options.py,
 # cli/_options.py): values the library reads, never a file (``env`` is MORI's/pplx's variables
 # as NAME=VALUE text, repeatable, not the server's environment).
@@ -83,9 +85,11 @@ ENDPOINTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], bool]] = {
     "fit": ("fit", _PLAN_VALUES + _LIBRARY_VALUES + ("budget", "backends"), _PLAN_FLAGS + _LIBRARY_FLAGS, True),
     "sweep": ("sweep", ("model", "backends", "hidden", "topk", "experts", "ranks", "tokens", "dtype",
                         "gpus-per-node", "redundant-experts", "device", "hbm"), (), True),
-    "simulate": ("simulate", _PLAN_VALUES + _LIBRARY_VALUES + _ROUTING_VALUES + ("backend",),
-                 _PLAN_FLAGS + _LIBRARY_FLAGS, True),
-    "replay": ("replay", _PLAN_VALUES + _LIBRARY_VALUES, _PLAN_FLAGS + _LIBRARY_FLAGS, True),
+    # simulate and replay offer only the options they read (their parsers: no --hbm, no other
+    # library's options; replay: DeepEP-Ascend's shape alone).
+    "simulate": ("simulate", _SHAPE_VALUES + ("device", "backend", "backend-version", "deepep-version", "num-sms")
+                 + _ROUTING_VALUES, _PLAN_FLAGS, True),
+    "replay": ("replay", _SHAPE_VALUES, ("fp8", "bf16"), True),
     "models": ("models", (), (), True),
     "devices": ("devices", (), (), False),
     "versions": ("versions", (), (), False),

@@ -93,7 +93,7 @@ def document(command: str, argv: list[str] | tuple = (), *, engine: str | None =
         from ._plan import sweep_document, sweep_run
 
         progress = (lambda done, total: check()) if check is not None else None
-        return sweep_document(sweep_run(args, progress)[0])
+        return sweep_document(sweep_run(args, progress)[0], args)
     from . import _tools
 
     if command == "simulate":

@@ -217,11 +217,13 @@ def sweep_run(args: argparse.Namespace, progress=None):
     return sweep(base, axes, chosen_backends(args.backends), progress=progress), model
 
 
-def sweep_document(result, device: tuple[str, int] | None = None) -> dict:
+def sweep_document(result, args: argparse.Namespace) -> dict:
     """``epbuf sweep --json`` (schema ``epbuf.sweep/1``) of a :class:`~epbuf.sweep.SweepResult`,
-    with ``device`` (``(name, bytes)`` of --device / --hbm) and the ``summary``."""
+    with ``device`` (name and bytes of --device / --hbm, when given) and the ``summary``."""
+    from ..cli._options import device_from_args
     from ..verdict import summary
 
+    device = device_from_args(args)
     data = {"schema": "epbuf.sweep/1", "columns": list(result.columns), "varying": list(result.varying),
             "rows": [list(row) for row in result.rows]}
     if device is not None:

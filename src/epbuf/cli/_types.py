@@ -105,7 +105,13 @@ class Parser(argparse.ArgumentParser):
         if words:  # the first one (a blank argument leaves none)
             message += (_stray_value_hint(self._argv, words)
                         or _closest(words[0].split("=", 1)[0], [o for a in self._actions for o in a.option_strings]))
-        self.exit(2, fit_line(f"{self.prog}: error: {message}") + "\n")
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def exit(self, status: int = 0, message: str | None = None):  # noqa: A003 (argparse's name)
+        # A terminal gets the line cut to 100 columns; epbuf.api replaces exit and keeps it whole.
+        if message:
+            message = fit_line(message.rstrip("\n")) + "\n"
+        super().exit(status, message)
 
     def _check_value(self, action, value) -> None:
         """argparse's refusal of an unknown choice (a command, ``--backend``, an engine), with the

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         from ..plot import plot_sweep
 
         plot_sweep(result, args.plot, capacity=device, title=f"{model or 'custom shape'}: total device allocation")
-    data = sweep_document(result, device)
+    data = sweep_document(result, args)
     if args.json:
         print_json(data)
         return 0

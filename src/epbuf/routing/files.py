@@ -55,8 +55,8 @@ def _npy_header(name: str) -> tuple[tuple, object]:
     except (ValueError, OSError, EOFError, TypeError, SyntaxError) as error:
         raise RoutingFileError(f"--routing-file: {name}: not a .npy array ({_first_line(error)})") from None
     if not isinstance(shape, tuple) or any(not isinstance(n, int) or n < 0 for n in shape):
-        raise RoutingFileError(f"--routing-file: {name}: not a .npy array (its header declares shape "
-                               f"{list(shape) if isinstance(shape, tuple) else shape!r}; dimensions must be >= 0)")
+        raise RoutingFileError(f"--routing-file: {name}: header shape "
+                               f"{list(shape) if isinstance(shape, tuple) else shape!r}: dimensions must be >= 0")
     return shape, np.dtype(dtype)
 
 
@@ -77,8 +77,8 @@ def check_shape(shape: tuple, dtype, *, num_ranks: int, num_max_tokens_per_rank:
     if k < 1:
         raise RoutingFileError(f"{what}: shape {list(shape)} has top-k 0; expected >= 1")
     if num_max_tokens_per_rank is not None and tokens > num_max_tokens_per_rank:
-        raise RoutingFileError(f"{what}: {tokens} tokens per rank, more than --tokens (num_max_tokens_per_rank) = "
-                               f"{num_max_tokens_per_rank}; raise --tokens or route fewer tokens")
+        raise RoutingFileError(f"{what}: {tokens} tokens per rank > --tokens {num_max_tokens_per_rank}; "
+                               "raise --tokens")
 
 
 def _first_line(error: BaseException) -> str:
@@ -122,7 +122,8 @@ def load(path: str | os.PathLike, *, num_ranks: int, num_experts: int, num_max_t
         except Exception as error:  # torch raises many types for a bad file
             reason = _first_line(error)
             if reason.startswith("Weights only load failed"):  # torch's advice to unpickle it: not ours to give
-                reason = "it holds objects other than tensors, which torch.load(weights_only=True) refuses"
+                raise RoutingFileError(f"--routing-file: {name}: holds objects, not only tensors; save "
+                                       "topk_idx as a tensor or .npy") from None
             raise RoutingFileError(f"--routing-file: {name}: not a torch file ({reason}); save topk_idx as a "
                                    "tensor, or as .npy") from None
         if isinstance(data, dict):
