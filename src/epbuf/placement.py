@@ -108,8 +108,8 @@ def budget_from_text(text: str, capacity: int | None, option: str = "--budget") 
     try:
         num_bytes = parse_bytes(text)
     except ValueError as error:
-        raise InvalidArgumentError([Problem(argument, text, f"{error}; or a share of the device memory "
-                                                            "such as 10% (with --device)")]) from None
+        why = "allowed e.g. 8GiB, 80GB, 3e9 or 10% (with --device)" if "not a byte size" in str(error) else str(error)
+        raise InvalidArgumentError([Problem(argument, text, why)]) from None
     if num_bytes <= 0:
         raise InvalidArgumentError([Problem(argument, text, "must be more than 0 bytes, e.g. 8GiB or 10%")])
     return num_bytes

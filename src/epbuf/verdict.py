@@ -15,7 +15,7 @@ A summary has the same keys for every command (README, "JSON schemas"):
 * ``num_errors``, ``num_warnings``: error and warning findings (``compare``/``fit``: with the
   backends that rejected the plan; ``sweep``: rows with an error or a broken limit);
 * ``first_error`` {``code``, ``message``, ``where``} (``where``: the backend or row; ``""`` for
-  one report), or ``None``;
+  one report; ``compare``: a backend that runs on the device first), or ``None``;
 
 plus the command's own keys (:data:`EXTRA_KEYS`). Nothing here computes a size: every number is
 read from the document.
@@ -86,7 +86,8 @@ def _compare(doc: dict) -> dict:
     device = doc.get("device")
     runs_on = (device or {}).get("runs_on") or {}
     rows, first, errors, warnings = [], None, 0, 0
-    for name, rep in doc["backends"].items():
+    # the backends that run on the device first, so that the first error is one of theirs
+    for name, rep in sorted(doc["backends"].items(), key=lambda item: runs_on.get(item[0]) is False):
         if "error" in rep:
             errors += 1
             first = first or {"code": "rejected", "message": rep["error"], "where": name}
@@ -99,6 +100,7 @@ def _compare(doc: dict) -> dict:
         first = first or found["first_error"]
         rows.append({"backend": name, "num_bytes": rep["num_bytes"], "device": _device(rep["num_bytes"], device),
                      "runs_on": runs_on.get(name), "num_errors": found["num_errors"]})
+    rows.sort(key=lambda r: list(doc["backends"]).index(r["backend"]))  # the document's order
     sized = [r for r in rows if r["num_bytes"] is not None]
     usable = [r for r in sized if r["runs_on"] is not False and not r["num_errors"]]
     smallest = min(usable, key=lambda r: r["num_bytes"], default=None)
@@ -278,8 +280,8 @@ def _first_parts(s: dict) -> list[tuple[str, str]]:
         if s["device"]:
             parts.append((f"{format_int(s['num_fit'])} fit",))
         n = s["num_errors"]
-        text = f"{format_int(n)} with an error or a broken limit" if n else "no errors or broken limits"
-        return parts + [(text, f"{format_int(n)} with errors" if n else "no errors")]
+        return parts + [(f"{format_int(n)} with an error or a broken limit", f"{format_int(n)} with errors")
+                        if n else ("",)]
     if c == "simulate":
         f = s["fullest"]
         parts = [("every region held the routing" if s["fits"] else "a region overflowed its reservation",

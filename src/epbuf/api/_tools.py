@@ -60,7 +60,7 @@ def _check_size(plan, num_tokens: int | None) -> None:
 
         raise InvalidArgumentError([Problem(
             "num_tokens" if num_tokens is not None else "num_max_tokens_per_rank", tokens,
-            f"{selections:,} selections (ranks x tokens x top-k); allowed up to {MAX_SELECTIONS:,}")])
+            f"allowed up to {MAX_SELECTIONS:,} selections (ranks x tokens x top-k), not {selections:,}")])
 
 
 def simulate_run(args: argparse.Namespace, progress=None):

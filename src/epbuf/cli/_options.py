@@ -232,8 +232,8 @@ def check_backend_options(args: argparse.Namespace, backends: tuple[str, ...], w
     packs = getattr(args, "sf_packs", None)
     if packs is not None and "ascend" in backends:
         if not getattr(args, "fp8", True):
-            problems.append(Problem("sf_packs", packs, "--sf-packs counts the scale-factor packs of an FP8 "
-                                                       "dispatch; with --bf16 none are sent: remove it"))
+            problems.append(Problem("sf_packs", packs, "with --bf16 none are sent: remove it (it counts the "
+                                                       "scale-factor packs of an FP8 dispatch)"))
         elif packs == 0:
             problems.append(Problem("sf_packs", packs, "an FP8 dispatch sends scale factors: allowed >= 1 "
                                                        "(default ceil(hidden/128) x 2), or use --bf16"))

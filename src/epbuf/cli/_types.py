@@ -242,7 +242,7 @@ def int_arg(allowed: str, lo: int = 1):
         digits = text.strip().replace("_", "")
         body = digits[1:] if digits[:1] in "+-" else digits
         if not (body.isascii() and body.isdigit()) or len(body) > 30:
-            raise argparse.ArgumentTypeError(f"{shown(text)} is not an integer; allowed {allowed}")
+            raise argparse.ArgumentTypeError(f"{shown(text, 24)} is not an integer; allowed {allowed}")
         value = int(digits, 10)
         if value < lo:
             raise argparse.ArgumentTypeError(f"{value} is out of range; allowed {allowed}")

@@ -50,8 +50,8 @@ def ll_hidden(hidden: int) -> int:
         if size >= hidden:
             return size
     raise InvalidArgumentError([EngineProblem(
-        "--hidden", hidden, f"vLLM's DeepEP low-latency path supports hidden sizes up to "
-                            f"{SUPPORTED_HIDDEN_SIZES[-1]} ({LL_PF} maybe_roundup_layer_hidden_size raises ValueError)")])
+        "--hidden", hidden, f"allowed up to {SUPPORTED_HIDDEN_SIZES[-1]} on vLLM's DeepEP low-latency path "
+                            f"({LL_PF} maybe_roundup_layer_hidden_size raises ValueError)")])
 
 
 def ht_hidden(hidden: int) -> int:
