@@ -18,7 +18,7 @@ def one_line_error(capsys, *argv) -> str:
 
 def test_hint_refuses_a_misspelt_env_name_with_a_suggestion(capsys):
     err = one_line_error(capsys, "hint", "--backend", "mori-ep", "--env", "MORI_SHMEM_HEAP_SZE=8G")
-    assert "--env (env) = 'MORI_SHMEM_HEAP_SZE=8G': not a variable mori-ep reads" in err
+    assert "--env (env) = 'MORI_SHMEM_HEAP_SZE=8G': did you mean MORI_SHMEM_HEAP_SIZE?" in err
     assert "did you mean MORI_SHMEM_HEAP_SIZE?" in err
 
 
@@ -102,9 +102,9 @@ def test_sglang_without_a_load_is_not_advised_to_raise_its_token_count(capsys):
     (["engine", "vllm", "--tp", "16"], "did you mean -tp (--tensor-parallel-size)?"),
     (["engine", "vLLM"], "did you mean vllm?"),
     (["hint", "--backend", "mori-ep", "--env", "MORI_SHMEM_HEAP_SIZE", "8G"],
-     "use --env MORI_SHMEM_HEAP_SIZE=8G (NAME=VALUE, one argument)"),
-    (["fit", "--budget", "8", "GiB"], "a size is one argument: --budget 8GiB, or quote it: --budget '8 GiB'"),
-    (["sweep", "--ranks", "8", "16", "32"], "--ranks takes one value: give several comma-separated (--ranks 8,16,32)"),
+     "use --env MORI_SHMEM_HEAP_SIZE=8G"),
+    (["fit", "--budget", "8", "GiB"], "one argument: --budget 8GiB or --budget '8 GiB'"),
+    (["sweep", "--ranks", "8", "16", "32"], "comma-separate the values: --ranks 8,16,32"),
     (["engine", "vllm", "--model", "/no/such/ckpt"], "'/no/such/ckpt': no such file or folder"),
     (["hint", "--model", "./no-such-checkpoint"], "no such file or folder"),
 ])
@@ -122,7 +122,7 @@ def test_replay_does_not_read_backend_as_backend_version(capsys):
 def test_help_offers_only_what_the_command_accepts(capsys):
     code, out, _ = run_cli(capsys, "simulate", "--help")
     assert code == 0 and "--hbm" not in out and "pplx" not in out and "mori-ep," not in out
-    assert "--backend {ascend,deepep-v2,deepep-v1,deepep-ll}" in out
+    assert "ascend, deepep-v2, deepep-v1, deepep-ll" in " ".join(out.split())  # the help text's choices
     for option in ("--env", "--kernel-type", "--nic", "--dp-group-size"):
         assert option not in out
     code, out, _ = run_cli(capsys, "replay", "--help")
@@ -135,7 +135,7 @@ def test_help_offers_only_what_the_command_accepts(capsys):
 def test_simulate_on_an_amd_device_says_which_backends_it_models(capsys):
     pytest.importorskip("numpy")
     err = one_line_error(capsys, "simulate", "--device", "mi355x")
-    assert "simulate models ascend, deepep-v2, deepep-v1, deepep-ll" in err
+    assert "simulates ascend, deepep-v2, deepep-v1, deepep-ll" in err
 
 
 def test_a_checkpoint_folder_is_read_as_vllm_takes_it(tmp_path, capsys):

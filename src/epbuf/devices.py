@@ -283,6 +283,5 @@ def parse_capacity(text: str) -> int:
     if num_bytes < MIN_UNITLESS_CAPACITY and text.strip().replace(".", "", 1).isdigit():
         number = text.strip()
         raise InvalidArgumentError([Problem("hbm", text, (
-            f"{number} bytes is no device memory (a unitless size under 1 MiB): "
-            f"did you mean {number}GB or {number}GiB?"))])
+            f"{number} bytes is no device memory; did you mean {number}GB or {number}GiB?"))])
     return num_bytes

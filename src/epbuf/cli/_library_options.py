@@ -112,12 +112,12 @@ def env_name_problems(items: list[str], backends: tuple[str, ...]) -> list:
         if not sep or not name or name in read or not any(b in r for r in ENV_READERS.values() for b in backends):
             continue  # malformed (env_pairs names it), read, or --env refused as a whole above
         near = closest(name, ENV_READERS)
-        hint = f"did you mean {near}? " if near else ""
         if name in ENV_READERS:
-            what = f"only {', '.join(ENV_READERS[name])} reads {name}; "
-        else:
-            what = f"not a variable {'/'.join(backends)} reads; {hint}"
-        problems.append(Problem("env", item, what + "known: " + ", ".join(read)))
+            what = f"only {', '.join(ENV_READERS[name])} reads {name}; known: " + ", ".join(read)
+        else:  # the suggestion first: an error line keeps 100 columns, the list comes after
+            what = (f"did you mean {near}? " if near else f"not read by {'/'.join(backends)}; ") \
+                + "known: " + ", ".join(read)
+        problems.append(Problem("env", item, what))
     return problems
 
 

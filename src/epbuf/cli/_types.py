@@ -146,8 +146,11 @@ def fit_line(line: str, width: int = ERROR_COLUMNS) -> str:
         return f"{q}{body[:12 if size else 24]}…{size.group(0) if size else ''}{m.group(3).strip('…')}"
 
     def hints(text: str) -> str | None:
-        cut = text[:width - 3].rfind("; ")
-        return text[:cut] + "; …" if cut > width - 40 else None
+        # after a question (``did you mean X?``) the cut keeps it: the answer is worth more than a list
+        cut = max(text[:width - 3].rfind("; "), text[:width - 3].rfind("? "))
+        if cut <= width - 40:
+            return None
+        return text[:cut + 1] + " …" if text[cut] == "?" else text[:cut] + "; …"
 
     steps = (
         lambda t: re.sub(r"""(?<=[=:] )(['"])((?:(?!\1).){32,}?)(\1|…(?=:))""", quoted, t),
@@ -206,12 +209,12 @@ def _stray_value_hint(argv: list[str], words: list[str]) -> str:
     if not option.startswith("-") or value.startswith("-"):
         return ""
     if option == "--env" and "=" not in value:
-        return f"; use {option} {value}={first} (NAME=VALUE, one argument)"
+        return f"; use {option} {value}={first}"
     if first.lower() in _UNITS:
-        return f"; a size is one argument: {option} {value}{first}, or quote it: {option} '{value} {first}'"
+        return f"; one argument: {option} {value}{first} or {option} '{value} {first}'"
     if first.replace(".", "", 1).isdigit() and value.replace(".", "", 1).isdigit():
         values = [value] + [w for w in words if w.replace(".", "", 1).isdigit()]
-        return f"; {option} takes one value: give several comma-separated ({option} {','.join(values)})"
+        return f"; comma-separate the values: {option} {','.join(values)}"
     return ""
 
 

@@ -318,9 +318,11 @@ def resolve_settings(knobs: tuple[Knob, ...], flags: dict | None, env: dict | No
             from .._names import closest
 
             near = closest(name, sorted(by_env))
-            problems.append(EngineProblem(f"--env {name}", raw,
-                                          f"not a variable engine {engine} reads"
-                                          + (f"; did you mean {near}?" if near else f"; see epbuf engine {engine} --help")))
+            if near:  # the name is what is wrong, not its value (and the line keeps 100 columns)
+                problems.append(EngineProblem("--env", name, f"did you mean {near}?"))
+            else:
+                problems.append(EngineProblem(f"--env {name}", raw, f"not a variable engine {engine} reads; see "
+                                                                    f"epbuf engine {engine} --help"))
             continue
         given_env[knob.name] = (knob, raw)
     settings: dict[str, Setting] = {}

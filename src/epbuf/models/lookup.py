@@ -99,8 +99,7 @@ def get_model(name: str) -> ModelSpec:
 
         folder = os.path.expanduser(stripped)
         if not os.path.exists(folder):
-            raise ConfigFileError(f"--model (model) = {_shown(name)}: no such file or folder; a local checkpoint "
-                                  "must exist and hold config.json (epbuf does not download)")
+            raise ConfigFileError(f"--model = {_shown(name)}: no such file or folder (epbuf downloads nothing)")
         return read_model_config(folder)
     cached = find_cached_config(name)
     if cached is not None:

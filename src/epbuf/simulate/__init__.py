@@ -148,8 +148,7 @@ def _check_backend(backend: object) -> None:
     if backend not in DEFAULT_LINKS:
         from ..errors import UnknownNameError
 
-        raise UnknownNameError(f"--backend (backend) = {backend!r}: simulate models {', '.join(DEFAULT_LINKS)}; "
-                               "`epbuf hint --backend NAME` sizes the others")
+        raise UnknownNameError(f"--backend = {backend!r}: simulates {', '.join(DEFAULT_LINKS)}")
 
 
 def simulate_options(plan, backend: str, *, routing: str = "uniform", routing_file: str | None = None,
