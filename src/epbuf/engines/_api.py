@@ -130,7 +130,7 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
         load=max_tokens_under_load, budget=budget, device_name=device_name, device_num_bytes=device_bytes,
         device=device_spec,
         ranks_flag=ranks_flag or "num_ranks", model_notes=model_notes,
-        model_block_fp8=block_fp8,
+        model_block_fp8=block_fp8, launch=bool(launch),
     )
     rep = spec.recipe(ctx)
     extra = _launch_findings(engine, spec, settings, tuple(ignored), launch)

@@ -65,7 +65,7 @@ from __future__ import annotations
 from ..errors import InvalidArgumentError
 from ..report import Finding, Report
 from ..units import INT64_MAX, GiB, MiB
-from . import _deepep, _uccl, _uccl_vllm, _vllm_all2all, _vllm_mori, _vllm_pplx
+from . import _deepep, _uccl, _uccl_vllm, _vllm_all2all, _vllm_mori, _vllm_pplx, _vllm_resolve
 from ._common import EngineContext, limit, limit_findings, topology
 from ._knobs import EngineProblem, Knob, Setting
 from ._report import EngineReport
@@ -85,11 +85,15 @@ SP_MOE_BACKENDS = ("allgather_reducescatter", "deepep_high_throughput", "deepep_
 PARALLEL_CONFIG = "vllm/config/parallel.py @00193b82"
 
 VERSIONS = {
-    "main": "vLLM since PR #39107 (\"[MoE Refactor] Remove MoE DP chunking\", merged 2026-04): the DeepEP "
+    "main": f"vLLM {_vllm_resolve.RELEASE} and main since PR #39107 (\"[MoE Refactor] Remove MoE DP chunking\", merged 2026-04): the DeepEP "
             "low-latency and V2 buffers hold T = --max-num-batched-tokens tokens per rank",
     "dp-chunk": "vLLM before PR #39107 (up to about v0.19): T = VLLM_MOE_DP_CHUNK_SIZE (default 256); "
                 "a larger batch is dispatched in chunks of T",
+    _vllm_resolve.RELEASE: f"the vLLM {_vllm_resolve.RELEASE} release (pip install vllm=={_vllm_resolve.RELEASE}): "
+                           "what main models, checked by running its code (tests/conformance/vllm)",
 }
+#: Versions that follow the release's rules (``use_batched_dp_moe``, no ``--num-redundant-experts``, no ``mori``).
+CURRENT = ("main", _vllm_resolve.RELEASE)
 
 KNOBS = (
     Knob(name="--all2all-backend", kind="choice", default="deepep_low_latency", choices=BACKENDS,
@@ -109,7 +113,13 @@ KNOBS = (
          help="needed by every all2all backend; epbuf assumes it"),
     Knob(name="--enable-eplb", kind="flag", default=False, help="EPLB (allows redundant experts)"),
     Knob(name="--num-redundant-experts", kind="int", lo=0, default=0,
-         help="EPLB redundant experts (older spelling of --eplb-config num_redundant_experts)"),
+         help="EPLB redundant experts (before vLLM 0.33.0; since then --eplb-config num_redundant_experts)"),
+    Knob(name="--performance-mode", kind="choice", default="balanced",
+         choices=("balanced", "interactivity", "throughput"), source=f"{REPO} {_vllm_resolve.BATCH_DEFAULTS}",
+         help="throughput doubles the default --max-num-batched-tokens"),
+    Knob(name="--activation-quant", kind="choice", choices=_vllm_resolve.QUANT_KINDS,
+         help="epbuf's flag: how the MoE activations are quantized before dispatch (pplx, MORI; default from "
+              "--quantization and the checkpoint), e.g. int8-token for a w8a8 int8 checkpoint"),
     Knob(name="--eplb-config", kind="json", help="EPLB config JSON; epbuf reads num_redundant_experts"),
     Knob(name="--fp8-dispatch", kind="flag", default=False,
          help="epbuf's flag: the model is block-FP8 quantized, so DeepEP dispatches FP8 (V2 use_fp8_dispatch)"),
@@ -139,14 +149,60 @@ KNOBS = (
 
 
 
-def _default_batched_tokens(ctx: EngineContext) -> tuple[int, str]:
-    """``EngineArgs.get_batch_defaults`` for the OpenAI server."""
-    if ctx.device_num_bytes is None:
-        return 8192, (f"vLLM's OpenAI-server default on a >= 70 GiB GPU ({ARG_UTILS}); 2048 on smaller "
-                      "GPUs and A100 - pass --device or the flag")
-    big = ctx.device_num_bytes >= 70 * GiB and "a100" not in ctx.device_name.lower()
-    return (8192 if big else 2048), (f"vLLM's OpenAI-server default for {ctx.device_name or 'this device'} "
-                                     f"({'>= 70 GiB, not A100' if big else '< 70 GiB or A100'}; {ARG_UTILS})")
+def _default_batched_tokens(ctx: EngineContext, backend: str, expert_parallel: bool) -> tuple[int, str]:
+    """``EngineArgs`` defaults for the OpenAI server (:func:`._vllm_resolve.default_batched_tokens`);
+    ``dp-chunk`` (older vLLM) knows neither ``use_batched_dp_moe`` nor ``--performance-mode``."""
+    if ctx.version not in CURRENT:
+        return _vllm_resolve.default_batched_tokens(
+            backend="", expert_parallel=False, dp=1, device_bytes=ctx.device_num_bytes,
+            device_name=ctx.device_name, throughput=False)
+    return _vllm_resolve.default_batched_tokens(
+        backend=backend, expert_parallel=expert_parallel, dp=ctx.value("--data-parallel-size"),
+        device_bytes=ctx.device_num_bytes, device_name=ctx.device_name,
+        throughput=ctx.value("--performance-mode") == "throughput")
+
+
+def _release_flags(ctx: EngineContext, backend: str) -> None:
+    """What vLLM 0.33.0's parser refuses (``vllm/engine/arg_utils.py``, ``vllm/config/parallel.py:45-60
+    All2AllBackend``): ``--num-redundant-experts`` (gone; the count is ``--eplb-config``) and the bare
+    ``mori`` backend (split into ``mori_high_throughput`` / ``mori_low_latency``)."""
+    problems = []
+    if ctx.setting("--num-redundant-experts").source == "flag":
+        n = ctx.value("--num-redundant-experts")
+        problems.append(EngineProblem(
+            "--num-redundant-experts", n, f"vLLM {_vllm_resolve.RELEASE} has no such flag; give --eplb-config "
+                                          f"'{{\"num_redundant_experts\": {n}}}' (or --engine-version dp-chunk)"))
+    if backend == "mori":
+        problems.append(EngineProblem(
+            "--all2all-backend", backend, f"vLLM {_vllm_resolve.RELEASE} refuses it at start-up (All2AllBackend, "
+                                          "vllm/config/parallel.py:45-60); choose mori_high_throughput or mori_low_latency "
+                                          "(--engine-version dp-chunk sizes the vLLM that had mori)"))
+    if problems:
+        raise InvalidArgumentError(problems)
+
+
+def _activation_quant(ctx: EngineContext) -> EngineContext:
+    """The ``--activation-quant`` setting resolved (:func:`._vllm_resolve.activation_quant`); an explicit
+    ``--fp8-dispatch`` means 128 x 128 blocks either way."""
+    given = ctx.setting("--activation-quant")
+    fp8 = ctx.setting("--fp8-dispatch")
+    if given.source == "default" and fp8.source == "flag":
+        kind, why = ("fp8-block" if fp8.value else "bf16"), "--fp8-dispatch"
+    else:
+        kind, why = _vllm_resolve.activation_quant(ctx.value("--quantization"), bool(fp8.value) or ctx.model_block_fp8,
+                                                   given.value if given.source != "default" else None)
+    if given.source != "default":
+        return ctx
+    return ctx.replace(settings={**ctx.settings, "--activation-quant": Setting(
+        name="--activation-quant", value=kind, source="derived", note=why)})
+
+
+def _no_all2all(ctx: EngineContext, backend: str, why: str):
+    rep = Report(backend=f"vllm/{backend}", title=f"vLLM --all2all-backend {backend}: no all2all buffer",
+                 upstream=f"{REPO} {_vllm_resolve.A2A_GATE}", inputs={}, buffers=(),
+                 findings=(Finding(severity="info", code="vllm.no-all2all", message=why,
+                                   data={"backend": backend}),))
+    return rep, []
 
 
 def _ep_size(ctx: EngineContext) -> tuple[int, Setting]:
@@ -249,9 +305,13 @@ def recipe(ctx: EngineContext) -> EngineReport:
             hidden above 8192 for LL (vLLM's rounding raises), a malformed ``--eplb-config``.
     """
     ctx, quant_finding = _fp8_dispatch(ctx)
+    ctx = _activation_quant(ctx)
     s = ctx.settings
     backend = s["--all2all-backend"].value
+    if ctx.version in CURRENT:
+        _release_flags(ctx, backend)
     num_ranks, ep_setting = _ep_size(ctx)
+    expert_parallel = bool(s["--enable-expert-parallel"].value) or not ctx.launch
     per_node, num_nodes = topology(ctx, num_ranks)
     redundant, redundant_from = _redundant(ctx)
     eplb = s["--enable-eplb"].value
@@ -260,7 +320,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
 
     tokens_knob = "VLLM_MOE_DP_CHUNK_SIZE" if ctx.version == "dp-chunk" else "--max-num-batched-tokens"
     if s["--max-num-batched-tokens"].value is None:
-        value, note = _default_batched_tokens(ctx)
+        value, note = _default_batched_tokens(ctx, backend, expert_parallel)
         s = {**s, "--max-num-batched-tokens": Setting(name="--max-num-batched-tokens", value=value,
                                                        source="default", note=note)}
         ctx = ctx.replace(settings=s)
@@ -283,9 +343,17 @@ def recipe(ctx: EngineContext) -> EngineReport:
                                      f"among its backends); T = cdiv(T, sp_size) ({A2A_UTILS})"))
         tokens = -(-tokens // sp_size)
 
+    shape_given = any(s[k].source != "default" for k in ("--tensor-parallel-size", "--data-parallel-size",
+                                                          "--prefill-context-parallel-size"))
+    gate, gate_why = True, ""
+    if ctx.launch or shape_given:
+        gate, gate_why = _vllm_resolve.all2all_gate(s["--tensor-parallel-size"].value, s["--data-parallel-size"].value,
+                                                    s["--prefill-context-parallel-size"].value, expert_parallel, backend)
     common = dict(ctx=ctx, num_ranks=num_ranks, per_node=per_node, num_nodes=num_nodes, num_experts=num_experts,
                   redundant=redundant, tokens=tokens, tokens_knob=tokens_knob)
-    if _uccl.enabled(ctx):
+    if not gate and backend != "allgather_reducescatter":
+        rep, recs = _no_all2all(ctx, backend, gate_why)
+    elif _uccl.enabled(ctx):
         rep, recs = _uccl_vllm.uccl(**common)
     elif backend == "deepep_low_latency":
         rep, recs = _vllm_all2all.low_latency(**common)
@@ -313,7 +381,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
             and backend in ("deepep_low_latency", "deepep_v2", "pplx", *_vllm_mori.BACKENDS):
         unused = ("--max-num-batched-tokens", "before PR #39107 the DeepEP buffers hold VLLM_MOE_DP_CHUNK_SIZE tokens "
                                               "per rank, not --max-num-batched-tokens")
-    if unused is not None and backend != "allgather_reducescatter":
+    if unused is not None and backend != "allgather_reducescatter" and gate:
         rep = rep.replace(findings=rep.findings + (Finding(
             severity="warning", code="vllm.setting-unused", message=f"{unused[0]} does not size the buffer here: "
                                                                     f"{unused[1]}", data={"setting": unused[0]}),))
@@ -323,9 +391,9 @@ def recipe(ctx: EngineContext) -> EngineReport:
                                              f"{redundant}; routed {ctx.num_experts} + redundant {redundant})",
                                   NO_EPLB_REDUNDANT: f"vLLM's FusedMoE asserts it without --enable-eplb "
                                                      f"({redundant_from}); pass --enable-eplb or 0"})))
-    if quant_finding is not None and backend != "allgather_reducescatter":
+    if quant_finding is not None and backend != "allgather_reducescatter" and gate:
         rep = rep.replace(findings=rep.findings + (quant_finding,))
-    if not s["--enable-expert-parallel"].value and backend != "allgather_reducescatter":
+    if not s["--enable-expert-parallel"].value and backend != "allgather_reducescatter" and not ctx.launch:
         rep = rep.replace(findings=rep.findings + (Finding(
             severity="info", code="vllm.expert-parallel-assumed",
             message="vLLM uses an all2all backend only with --enable-expert-parallel; epbuf assumes it"),))
