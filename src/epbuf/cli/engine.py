@@ -181,6 +181,23 @@ def report_from_args(name: str, opts: argparse.Namespace, *, ranks_flag: str | N
         launch=launch is not None)
 
 
+def _refuse_before_launch(name: str, flags: list[str]) -> None:
+    """An option before ``--`` that epbuf does not know, when a launch line follows: never ignored
+    (``epbuf engine vllm --dp 16 -- vllm serve ...`` would size EP 8); one line saying where it goes."""
+    from ..engines._knobs import EngineProblem
+    from ..errors import InvalidArgumentError
+
+    flag, _, value = flags[0].partition("=")
+    hint = ""
+    if name == "vllm":
+        from ..engines import _vllm_flags
+
+        full, candidates = _vllm_flags.expand(flag.replace("_", "-") if flag.startswith("--") else flag)
+        hint = f" (vLLM spells it {full})" if full else ""
+    raise InvalidArgumentError([EngineProblem(flag, value or flag, f"not an option of {PROG} {name}{hint}; put the "
+                                                                   "engine's own options in the launch line after --")])
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``epbuf engine NAME [options] [-- LAUNCH LINE]``: table, or JSON with ``--json``; status 1
     with ``--strict`` when an error finding is reported."""
@@ -198,6 +215,9 @@ def run(args: argparse.Namespace) -> int:
     parser = build_engine_parser(name)
     argv = (list(launch.argv) if launch is not None else []) + tokens
     opts, extras = parser.parse_known_args(argv)
+    before = set(tokens)
+    if launch is not None and any(e in before or e.partition("=")[0] in before for e in extras if e.startswith("-")):
+        _refuse_before_launch(name, [e for e in extras if e.startswith("-") and (e in before or e.partition("=")[0] in before)])
     ignored = (launch.ignored if launch is not None else ()) + tuple(unknown_options(extras, parser))
     rep = report_from_args(name, opts, ranks_flag=_ranks_spelling(argv, parser), launch=launch, ignored=ignored)
     status = 1 if opts.strict and has_error_finding(rep.findings) else 0

@@ -76,7 +76,7 @@ LAYER = "vllm/model_executor/layers/fused_moe/layer.py @0014ec6c FusedMoE.__init
 EPLB_EVEN = "experts (routed + redundant) % EP size == 0 (--enable-eplb)"
 NO_EPLB_REDUNDANT = "redundant experts == 0 without --enable-eplb"
 ARG_UTILS = "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults"
-BACKENDS = ("deepep_low_latency", "deepep_high_throughput", "deepep_v2", "allgather_reducescatter", "pplx",
+BACKENDS = ("deepep_low_latency", "deepep_high_throughput", "deepep_v2", "allgather_reducescatter", "naive", "pplx",
             *_vllm_mori.BACKENDS)
 #: ``ParallelConfig.use_sequence_parallel_moe`` backends (``vllm/config/parallel.py @00193b82``): with one of
 #: them, EP, TP > 1 and DP > 1 the MoE input is sharded over TP (``sp_size = tp_size``).
@@ -135,8 +135,8 @@ KNOBS = (
          help="T of the low-latency buffer before PR #39107"),
     Knob(name="VLLM_ENABLE_MOE_DP_CHUNK", kind="bool", default=True, source=f"{REPO} {ENVS} (PR #29936)",
          help="DP chunking on/off before PR #39107"),
-    Knob(name="VLLM_DEEPEP_V2_ALLOW_HYBRID_MODE", kind="bool", default=False, source=f"{REPO} {ENVS}",
-         help="V2 allow_hybrid_mode"),
+    Knob(name="VLLM_DEEPEP_V2_ALLOW_HYBRID_MODE", kind="bool", default=True,
+         source=f"{REPO} {ENVS}:2055-2056 @v0.33.0 (default \"1\")", help="V2 allow_hybrid_mode"),
     Knob(name="VLLM_DEEPEP_V2_PREFER_OVERLAP", kind="bool", default=False, affects_size=False,
          source=f"{REPO} {ENVS}", help="V2 prefer_overlap_with_compute"),
     Knob(name="VLLM_DEEPEP_V2_ALLOW_MULTIPLE_REDUCTION", kind="bool", default=False, source=f"{REPO} {ENVS}",
@@ -308,6 +308,8 @@ def recipe(ctx: EngineContext) -> EngineReport:
     ctx = _activation_quant(ctx)
     s = ctx.settings
     backend = s["--all2all-backend"].value
+    if backend == "naive":  # vllm/config/parallel.py:537-543 @v0.33.0: removed, falls back with a warning
+        backend = "allgather_reducescatter"
     if ctx.version in CURRENT:
         _release_flags(ctx, backend)
     num_ranks, ep_setting = _ep_size(ctx)

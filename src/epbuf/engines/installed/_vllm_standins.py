@@ -121,12 +121,31 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
-def install_modules(rec: Recorder, real_hint) -> _Finder:
-    """Put the stand-in modules first on ``sys.meta_path``; returns the finder (remove it to undo)."""
-    modules = {"deep_ep": _deep_ep(rec, real_hint), **_mori(rec)}
-    finder = _Finder(modules)
-    sys.meta_path.insert(0, finder)
-    return finder
+class _Active:
+    """The recorder the stand-in modules report to: vLLM imports them once per process and keeps them."""
+
+    recorder: Recorder | None = None
+
+    def record(self, library: str, name: str, args: dict) -> None:
+        if self.recorder is not None:
+            self.recorder.record(library, name, args)
+
+
+_ACTIVE = _Active()
+_FINDER: list = []
+
+
+def install_modules(rec: Recorder, real_hint) -> None:
+    """Make ``rec`` the recorder and, the first time, put the stand-in modules first on ``sys.meta_path``
+    (they stay: vLLM keeps the modules it imported)."""
+    _ACTIVE.recorder = rec
+    if not _FINDER:
+        _FINDER.append(_Finder({"deep_ep": _deep_ep(_ACTIVE, real_hint), **_mori(_ACTIVE)}))
+        sys.meta_path.insert(0, _FINDER[0])
+
+
+def uninstall_recorder() -> None:
+    _ACTIVE.recorder = None
 
 
 def platform_class(base, capability: tuple[int, int], name: str, num_bytes: int, count: int, rocm: bool):
@@ -194,3 +213,7 @@ def patch_custom_ops() -> None:
     ops.cutlass_scaled_mm_supports_block_fp8 = lambda capability: capability >= 90
     ops.cutlass_scaled_mm_supports_fp8 = lambda capability: capability >= 89
     ops.cutlass_group_gemm_supported = lambda capability: capability >= 90
+    import vllm.utils.import_utils as import_utils
+
+    # DeepEP V2 is offered when deep_ep has ElasticBuffer and the runtime NCCL is >= 2.30.4.
+    import_utils._get_runtime_nccl_version = lambda: import_utils.DEEPEP_V2_MIN_NCCL_VERSION_RAW

@@ -84,6 +84,24 @@ def _parse(argv: list[str], model_path: str | None):
     return args
 
 
+def serve_options() -> frozenset:
+    """The long options of the installed ``vllm serve`` parser."""
+    from . import _vllm_standins as st
+
+    st.install_modules(st.Recorder(), lambda **kwargs: 0)
+    try:
+        _platform(DEVICE)
+        st.patch_custom_ops()
+        from vllm.entrypoints.cli.serve import ServeSubcommand
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+        top = FlexibleArgumentParser(prog="vllm")
+        parser = ServeSubcommand().subparser_init(top.add_subparsers(dest="subparser"))
+    finally:
+        st.uninstall_recorder()
+    return frozenset(s for action in parser._actions for s in action.option_strings if s.startswith("--"))
+
+
 def resolve(argv: list[str], env: dict, *, device: tuple | None = None, model_path: str | None = None) -> dict:
     """``{"engine", "engine_version", "calls", "resolved"}`` for ``vllm serve`` words ``argv``
     (``["serve", MODEL, ...]``) under ``env`` (the package docstring)."""
@@ -106,7 +124,7 @@ def _resolve(vllm, argv, env, device, model_path) -> dict:
     from . import _vllm_standins as st
 
     rec = st.Recorder()
-    finder = st.install_modules(rec, get_low_latency_rdma_size_hint)
+    st.install_modules(rec, get_low_latency_rdma_size_hint)
     try:
         with tempfile.TemporaryDirectory() as folder, _environment(env, folder):
             words = list(argv)
@@ -115,7 +133,7 @@ def _resolve(vllm, argv, env, device, model_path) -> dict:
                 model_path = _write_model(folder, model)
             resolved = _run(rec, words, model_path, device)
     finally:
-        sys.meta_path.remove(finder)
+        st.uninstall_recorder()
     return {"engine": "vllm", "engine_version": vllm.__version__, "calls": rec.calls, "resolved": resolved}
 
 
@@ -133,10 +151,10 @@ def _run(rec, words, model_path, device) -> dict:
     from . import _vllm_standins as st
 
     _platform(device)
+    st.patch_custom_ops()
     import vllm.model_executor.models.registry as registry
 
     registry._run_in_subprocess = lambda fn: fn()
-    st.patch_custom_ops()
     from vllm.engine.arg_utils import AsyncEngineArgs
     from vllm.usage.usage_lib import UsageContext
 
@@ -240,7 +258,9 @@ def _manager(all2all, pc, world: int):
     if backend == "deepep_low_latency":
         return all2all.DeepEPLLAll2AllManager(group)
     if backend == "deepep_v2":
-        return all2all.DeepEPV2All2AllManager(group)
+        manager = all2all.DeepEPV2All2AllManager(group)
+        manager._check_gin_support = lambda group: None  # an NCCL all-reduce on a CUDA tensor
+        return manager
     if backend in ("mori_high_throughput", "mori_low_latency"):
         return all2all.MoriAll2AllManager(group, backend)
     if backend in ("naive", "allgather_reducescatter"):
