@@ -149,10 +149,10 @@ KNOBS = (
 
 
 
-def _default_batched_tokens(ctx: EngineContext, backend: str, expert_parallel: bool) -> tuple[int, str]:
+def _default_batched_tokens(ctx: EngineContext, backend: str = "", expert_parallel: bool = False) -> tuple[int, str]:
     """``EngineArgs`` defaults for the OpenAI server (:func:`._vllm_resolve.default_batched_tokens`);
     ``dp-chunk`` (older vLLM) knows neither ``use_batched_dp_moe`` nor ``--performance-mode``."""
-    if ctx.version not in CURRENT:
+    if ctx.version not in CURRENT or "--performance-mode" not in ctx.settings:  # vllm-ascend reuses it
         return _vllm_resolve.default_batched_tokens(
             backend="", expert_parallel=False, dp=1, device_bytes=ctx.device_num_bytes,
             device_name=ctx.device_name, throughput=False)

@@ -183,6 +183,9 @@ def _quant_config(config, hidden_block: bool):
         return moe_config.FUSED_MOE_UNQUANTIZED_CONFIG, "bf16"
     name = quant.get_name()
     block = getattr(quant, "weight_block_size", None)
+    if name == "online":  # --quantization fp8 / fp8_per_* on a BF16 checkpoint: quantized at load
+        scheme = str(getattr(quant, "args", "")).lower()
+        name, block = "fp8", ([128, 128] if "block" in scheme else None)
     if name == "fp8" and block:
         scale = torch.empty(1)
         return moe_config.fp8_w8a8_moe_quant_config(w1_scale=scale, w2_scale=scale, block_shape=list(block)), "fp8-block"
