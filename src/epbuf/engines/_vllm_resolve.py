@@ -25,10 +25,13 @@ conformance tier, ``tests/conformance/vllm``, runs the same code and compares):
 
 from __future__ import annotations
 
+from ..errors import InvalidArgumentError
+from ..report import Finding, Report
 from ..units import GiB
+from ._knobs import EngineProblem, Setting
 
 __all__ = ["RELEASE", "A2A_GATE", "BATCHED_DP", "all2all_gate", "default_batched_tokens", "activation_quant",
-           "QUANT_KINDS"]
+           "QUANT_KINDS", "release_flags", "with_activation_quant", "no_all2all"]
 
 #: The vLLM release whose code these rules are read from (``--engine-version 0.33.0``; ``main`` follows it).
 RELEASE = "0.33.0"
@@ -96,3 +99,46 @@ def activation_quant(quantization: object, block_fp8_model: bool, given: object)
         return _QUANT_METHODS[method], f"--quantization {method}"
     return "bf16", ("no activation quantization" if method is None else f"--quantization {method}: activations "
                                                                          "are not quantized before dispatch")
+
+
+def release_flags(ctx, backend: str) -> None:
+    """What vLLM 0.33.0's parser refuses (``vllm/engine/arg_utils.py``, ``vllm/config/parallel.py:45-60
+    All2AllBackend``): ``--num-redundant-experts`` (gone; the count is ``--eplb-config``) and the bare
+    ``mori`` backend (split into ``mori_high_throughput`` / ``mori_low_latency``)."""
+    problems = []
+    if ctx.setting("--num-redundant-experts").source == "flag":
+        n = ctx.value("--num-redundant-experts")
+        problems.append(EngineProblem(
+            "--num-redundant-experts", n, f"vLLM {RELEASE} has no such flag; give --eplb-config "
+                                          f"'{{\"num_redundant_experts\": {n}}}' (or --engine-version dp-chunk)"))
+    if backend == "mori":
+        problems.append(EngineProblem(
+            "--all2all-backend", backend, f"vLLM {RELEASE} refuses it at start-up (All2AllBackend, "
+                                          "vllm/config/parallel.py:45-60); choose mori_high_throughput or mori_low_latency "
+                                          "(--engine-version dp-chunk sizes the vLLM that had mori)"))
+    if problems:
+        raise InvalidArgumentError(problems)
+
+
+def with_activation_quant(ctx):
+    """The ``--activation-quant`` setting resolved (:func:`._vllm_resolve.activation_quant`); an explicit
+    ``--fp8-dispatch`` means 128 x 128 blocks either way."""
+    given = ctx.setting("--activation-quant")
+    fp8 = ctx.setting("--fp8-dispatch")
+    if given.source == "default" and fp8.source == "flag":
+        kind, why = ("fp8-block" if fp8.value else "bf16"), "--fp8-dispatch"
+    else:
+        kind, why = activation_quant(ctx.value("--quantization"), bool(fp8.value) or ctx.model_block_fp8,
+                                                   given.value if given.source != "default" else None)
+    if given.source != "default":
+        return ctx
+    return ctx.replace(settings={**ctx.settings, "--activation-quant": Setting(
+        name="--activation-quant", value=kind, source="derived", note=why)})
+
+
+def no_all2all(backend: str, why: str):
+    rep = Report(backend=f"vllm/{backend}", title=f"vLLM --all2all-backend {backend}: no all2all buffer",
+                 upstream=f"vllm-project/vllm {A2A_GATE}", inputs={}, buffers=(),
+                 findings=(Finding(severity="info", code="vllm.no-all2all", message=why,
+                                   data={"backend": backend}),))
+    return rep, []

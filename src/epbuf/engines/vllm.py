@@ -162,49 +162,6 @@ def _default_batched_tokens(ctx: EngineContext, backend: str = "", expert_parall
         throughput=ctx.value("--performance-mode") == "throughput")
 
 
-def _release_flags(ctx: EngineContext, backend: str) -> None:
-    """What vLLM 0.33.0's parser refuses (``vllm/engine/arg_utils.py``, ``vllm/config/parallel.py:45-60
-    All2AllBackend``): ``--num-redundant-experts`` (gone; the count is ``--eplb-config``) and the bare
-    ``mori`` backend (split into ``mori_high_throughput`` / ``mori_low_latency``)."""
-    problems = []
-    if ctx.setting("--num-redundant-experts").source == "flag":
-        n = ctx.value("--num-redundant-experts")
-        problems.append(EngineProblem(
-            "--num-redundant-experts", n, f"vLLM {_vllm_resolve.RELEASE} has no such flag; give --eplb-config "
-                                          f"'{{\"num_redundant_experts\": {n}}}' (or --engine-version dp-chunk)"))
-    if backend == "mori":
-        problems.append(EngineProblem(
-            "--all2all-backend", backend, f"vLLM {_vllm_resolve.RELEASE} refuses it at start-up (All2AllBackend, "
-                                          "vllm/config/parallel.py:45-60); choose mori_high_throughput or mori_low_latency "
-                                          "(--engine-version dp-chunk sizes the vLLM that had mori)"))
-    if problems:
-        raise InvalidArgumentError(problems)
-
-
-def _activation_quant(ctx: EngineContext) -> EngineContext:
-    """The ``--activation-quant`` setting resolved (:func:`._vllm_resolve.activation_quant`); an explicit
-    ``--fp8-dispatch`` means 128 x 128 blocks either way."""
-    given = ctx.setting("--activation-quant")
-    fp8 = ctx.setting("--fp8-dispatch")
-    if given.source == "default" and fp8.source == "flag":
-        kind, why = ("fp8-block" if fp8.value else "bf16"), "--fp8-dispatch"
-    else:
-        kind, why = _vllm_resolve.activation_quant(ctx.value("--quantization"), bool(fp8.value) or ctx.model_block_fp8,
-                                                   given.value if given.source != "default" else None)
-    if given.source != "default":
-        return ctx
-    return ctx.replace(settings={**ctx.settings, "--activation-quant": Setting(
-        name="--activation-quant", value=kind, source="derived", note=why)})
-
-
-def _no_all2all(ctx: EngineContext, backend: str, why: str):
-    rep = Report(backend=f"vllm/{backend}", title=f"vLLM --all2all-backend {backend}: no all2all buffer",
-                 upstream=f"{REPO} {_vllm_resolve.A2A_GATE}", inputs={}, buffers=(),
-                 findings=(Finding(severity="info", code="vllm.no-all2all", message=why,
-                                   data={"backend": backend}),))
-    return rep, []
-
-
 def _ep_size(ctx: EngineContext) -> tuple[int, Setting]:
     """EP = TP x PCP x DP (``initialize_model_parallel``), or the EP size given (which must agree)."""
     tp, dp = ctx.setting("--tensor-parallel-size"), ctx.setting("--data-parallel-size")
@@ -305,13 +262,13 @@ def recipe(ctx: EngineContext) -> EngineReport:
             hidden above 8192 for LL (vLLM's rounding raises), a malformed ``--eplb-config``.
     """
     ctx, quant_finding = _fp8_dispatch(ctx)
-    ctx = _activation_quant(ctx)
+    ctx = _vllm_resolve.with_activation_quant(ctx)
     s = ctx.settings
     backend = s["--all2all-backend"].value
     if backend == "naive":  # vllm/config/parallel.py:537-543 @v0.33.0: removed, falls back with a warning
         backend = "allgather_reducescatter"
     if ctx.version in CURRENT:
-        _release_flags(ctx, backend)
+        _vllm_resolve.release_flags(ctx, backend)
     num_ranks, ep_setting = _ep_size(ctx)
     expert_parallel = bool(s["--enable-expert-parallel"].value) or not ctx.launch
     per_node, num_nodes = topology(ctx, num_ranks)
@@ -354,7 +311,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
     common = dict(ctx=ctx, num_ranks=num_ranks, per_node=per_node, num_nodes=num_nodes, num_experts=num_experts,
                   redundant=redundant, tokens=tokens, tokens_knob=tokens_knob)
     if not gate and backend != "allgather_reducescatter":
-        rep, recs = _no_all2all(ctx, backend, gate_why)
+        rep, recs = _vllm_resolve.no_all2all(backend, gate_why)
     elif _uccl.enabled(ctx):
         rep, recs = _uccl_vllm.uccl(**common)
     elif backend == "deepep_low_latency":

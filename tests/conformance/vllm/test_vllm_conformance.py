@@ -19,7 +19,7 @@ import pytest
 from _cli_run import run_cli
 from vllm_corpus import LINES
 
-from epbuf.engines.installed import resolve
+from epbuf.engines.installed import compare, resolve
 
 #: (line, argument) -> why epbuf's answer differs from the engine's and stays so.
 EXCEPTIONS: dict = {}
@@ -37,54 +37,7 @@ def _split(line: str) -> tuple[dict, list[str]]:
         name, _, value = words.pop(0).partition("=")
         env[name] = value
     assert words[0] == "vllm"
-    return env, words[1:]
-
-
-def _buffer(rep: dict, *names: str) -> int:
-    return sum(b["num_bytes"] for b in rep["report"]["buffers"] if b["name"] in names)
-
-
-def _setting(rep: dict, name: str):
-    return next((s["value"] for s in rep["settings"] if s["name"] == name), None)
-
-
-def _compare(tally, line: str, found: dict, rep: dict) -> list[str]:
-    calls = found["calls"]
-    handles = [c for c in calls if c["name"] in ("Buffer", "ElasticBuffer")]
-    inputs = rep["report"]["inputs"]
-    bad = []
-
-    def check(name, engine, epbuf):
-        if not tally.compare(line, name, engine, epbuf):
-            bad.append(f"{name}: vLLM {engine!r}, epbuf {epbuf!r}")
-
-    check("buffer built", bool(handles), rep["num_bytes"] > 0)
-    if not handles:
-        check("num_bytes without a buffer", 0, rep["num_bytes"])
-        return bad
-    check("handles", 1, len(handles))
-    check("max_num_batched_tokens", found["resolved"]["max_num_batched_tokens"],
-          _setting(rep, "--max-num-batched-tokens"))
-    call = handles[0]
-    args = call["args"]
-    if call["name"] == "Buffer":
-        check("num_nvl_bytes", args["num_nvl_bytes"], _buffer(rep, "NVL buffer"))
-        check("num_rdma_bytes", args["num_rdma_bytes"], _buffer(rep, "LL RDMA buffer", "RDMA buffer"))
-        check("low_latency_mode", args["low_latency_mode"], "num_max_dispatch_tokens_per_rank" in inputs)
-        check("group size", args["group_size"], _setting(rep, "EP size"))
-    hint = next((c["args"] for c in calls if c["name"].endswith("size_hint")), None)
-    if hint is not None:
-        check("hint T", hint["num_max_dispatch_tokens_per_rank"], inputs.get("num_max_dispatch_tokens_per_rank"))
-        check("hint hidden", hint["hidden"], inputs.get("hidden"))
-        check("hint num_ranks", hint["num_ranks"], inputs.get("num_ranks"))
-        check("hint num_experts", hint["num_experts"], inputs.get("num_experts"))
-    if call["name"] == "ElasticBuffer":
-        for key in ("num_max_tokens_per_rank", "hidden", "num_topk", "use_fp8_dispatch", "allow_hybrid_mode",
-                    "allow_multiple_reduction"):
-            check(f"ElasticBuffer {key}", args[key], inputs.get(key))
-        check("ElasticBuffer num_experts", found["resolved"]["num_experts"], inputs.get("num_experts", 0)
-              + inputs.get("num_redundant_experts", 0))
-    return bad
+    return env, words
 
 
 @pytest.mark.parametrize("line", LINES)
@@ -93,7 +46,8 @@ def test_line(tally, capsys, line):
     found = resolve("vllm", words, env)
     code, out, err = run_cli(capsys, "engine", "vllm", "--json", "--", *shlex.split(line))
     assert code == 0, err
-    bad = _compare(tally, line, found, json.loads(out))
+    bad = [f"{name}: vLLM {engine!r}, epbuf {epbuf!r}" for name, engine, epbuf in compare(found, json.loads(out))
+           if not tally.compare(line, name, engine, epbuf)]
     assert not bad, "; ".join(bad)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ...errors import EpbufError
 
-__all__ = ["InstalledMismatch", "NotInstalled", "resolve", "ENGINES"]
+__all__ = ["InstalledMismatch", "NotInstalled", "resolve", "compare", "ENGINES"]
 
 #: Engines with a resolver module here (``installed/<name>.py``).
 ENGINES = ("vllm", "sglang", "megatron")
@@ -52,3 +52,51 @@ def resolve(engine: str, launch_argv: list[str], env: dict | None = None, **opti
             raise EpbufError(f"--from-installed: no resolver for {engine} in this epbuf") from None
         raise
     return module.resolve(list(launch_argv), dict(env or {}), **options)
+
+
+def _buffer(rep: dict, *names: str) -> int:
+    return sum(b["num_bytes"] for b in rep["report"]["buffers"] if b["name"] in names)
+
+
+def _setting(rep: dict, name: str):
+    return next((s["value"] for s in rep["settings"] if s["name"] == name), None)
+
+
+def compare(found: dict, rep: dict) -> list[tuple[str, object, object]]:
+    """``[(argument, the engine's value, epbuf's value)]`` for every argument compared between what
+    :func:`resolve` captured and an ``epbuf.engine/1`` JSON report ``rep`` of the same line: whether a
+    buffer is built (0 B when not), the number of handles, DeepEP ``Buffer``'s byte counts and group,
+    the low-latency size hint's arguments, ``ElasticBuffer``'s arguments, and the engine's resolved token
+    budget. Equal values agree; the conformance tier and ``--from-installed`` both use this list."""
+    calls = found["calls"]
+    handles = [c for c in calls if c["name"] in ("Buffer", "ElasticBuffer")]
+    inputs = rep["report"]["inputs"]
+    out = [("buffer built", bool(handles), rep["num_bytes"] > 0)]
+    if not handles:
+        return out + [("num_bytes without a buffer", 0, rep["num_bytes"])]
+    out.append(("handles", 1, len(handles)))
+    if "max_num_batched_tokens" in found.get("resolved", {}):
+        out.append(("max_num_batched_tokens", found["resolved"]["max_num_batched_tokens"],
+                    _setting(rep, "--max-num-batched-tokens")))
+    call = handles[0]
+    args = call["args"]
+    if call["name"] == "Buffer":
+        out += [("num_nvl_bytes", args["num_nvl_bytes"], _buffer(rep, "NVL buffer")),
+                ("num_rdma_bytes", args["num_rdma_bytes"], _buffer(rep, "LL RDMA buffer", "RDMA buffer")),
+                ("low_latency_mode", args.get("low_latency_mode", False), "num_max_dispatch_tokens_per_rank" in inputs),
+                ("group size", args["group_size"], _setting(rep, "EP size"))]
+    hint = next((c["args"] for c in calls if c["name"].endswith("size_hint")), None)
+    if hint is not None:
+        out += [("hint T", hint["num_max_dispatch_tokens_per_rank"], inputs.get("num_max_dispatch_tokens_per_rank")),
+                ("hint hidden", hint["hidden"], inputs.get("hidden")),
+                ("hint num_ranks", hint["num_ranks"], inputs.get("num_ranks")),
+                ("hint num_experts", hint["num_experts"], inputs.get("num_experts"))]
+    if call["name"] == "ElasticBuffer":
+        out += [(f"ElasticBuffer {key}", args[key], inputs.get(key)) for key in (
+            "num_max_tokens_per_rank", "hidden", "num_topk", "use_fp8_dispatch", "allow_hybrid_mode",
+            "allow_multiple_reduction")]
+        if "num_experts" in found.get("resolved", {}):
+            out.append(("ElasticBuffer num_experts", found["resolved"]["num_experts"],
+                        inputs.get("num_experts", 0) + inputs.get("num_redundant_experts", 0)))
+    return out
+

@@ -127,7 +127,7 @@ def _resolve(vllm, argv, env, device, model_path) -> dict:
     st.install_modules(rec, get_low_latency_rdma_size_hint)
     try:
         with tempfile.TemporaryDirectory() as folder, _environment(env, folder):
-            words = list(argv)
+            words = list(argv[1:] if argv[:1] == ["vllm"] else argv)
             model = words[1] if len(words) > 1 and not words[1].startswith("-") else None
             if model_path is None and model is not None:
                 model_path = _write_model(folder, model)
