@@ -62,3 +62,41 @@ def test_option_list_is_the_release():
     from epbuf.engines.installed import vllm as installed
 
     assert installed.serve_options() == _vllm_flags.OPTIONS
+
+
+def test_comparison_catches_a_difference(capsys):
+    """The comparison can fail: vLLM's capture of one line against epbuf's report of another."""
+    env, words = _split(LINES[0])
+    found = resolve("vllm", words, env)
+    other = LINES[0].replace("-dp 16", "-dp 8")
+    code, out, err = run_cli(capsys, "engine", "vllm", "--json", "--", *shlex.split(other))
+    differ = {name for name, engine, epbuf in compare(found, json.loads(out)) if engine != epbuf}
+    assert {"group size", "hint num_ranks"} <= differ
+
+
+def test_from_installed_agrees_on_the_issue_line(capsys):
+    code, out, err = run_cli(capsys, "engine", "vllm", "--from-installed", "--json", "--", *shlex.split(LINES[0]))
+    assert code == 0, err
+    rep = json.loads(out)
+    codes = {f["code"] for f in rep["report"]["findings"]}
+    assert rep["num_bytes"] == 4_924_115_232 and "engine.installed-agrees" in codes
+    assert "engine.installed-differs" not in codes
+
+
+def test_from_installed_reports_a_difference_as_a_finding(capsys):
+    """epbuf's own flag (--max-num-batched-tokens before --) changes the recipe, not the engine's line."""
+    code, out, err = run_cli(capsys, "engine", "vllm", "--from-installed", "--json", "--max-num-batched-tokens", "512",
+                             "--", *shlex.split(LINES[0]))
+    assert code == 0, err
+    differs = [f for f in json.loads(out)["report"]["findings"] if f["code"] == "engine.installed-differs"]
+    assert {f["data"]["argument"] for f in differs} >= {"max_num_batched_tokens", "hint T"}
+
+
+def test_from_installed_with_a_model_it_cannot_stand_in_for_keeps_the_recipe(capsys):
+    code, out, err = run_cli(capsys, "engine", "vllm", "--from-installed", "--json", "--model", "deepseek-v3", "--",
+                             "vllm", "serve", "some/unknown-model", "-dp", "16", "--enable-expert-parallel",
+                             "--all2all-backend", "deepep_low_latency")
+    assert code == 0, err
+    rep = json.loads(out)
+    mismatch = [f for f in rep["report"]["findings"] if f["code"] == "engine.installed-mismatch"]
+    assert len(mismatch) == 1 and "\n" not in mismatch[0]["message"] and rep["num_bytes"] == 4_924_115_232

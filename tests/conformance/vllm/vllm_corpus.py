@@ -61,6 +61,15 @@ LINES = [
     f"VLLM_DEEPEP_V2_ALLOW_HYBRID_MODE=0 {Q30} -dp 8 {EP} --all2all-backend deepep_v2",
     f"VLLM_DEEPEP_V2_ALLOW_MULTIPLE_REDUCTION=1 {Q30} -dp 8 {EP} --all2all-backend deepep_v2",
     f"{Q235} -dp 8 {EP} --all2all-backend deepep_v2 --quantization fp8",
+    # MORI (ROCm; the platform stood in for as an MI300X with AITER's fused MoE): per-tensor FP8 is scale_dim 1
+    f"{Q30} -dp 8 {EP} --all2all-backend mori_low_latency --max-num-batched-tokens 4096",
+    f"{Q30} -dp 8 {EP} --all2all-backend mori_high_throughput --max-num-batched-tokens 1024",
+    f"{Q235} -dp 16 {EP} --all2all-backend mori_high_throughput --quantization fp8 --max-num-batched-tokens 2048",
+    f"{Q235} -dp 16 {EP} --all2all-backend mori_low_latency --quantization fp8_per_tensor --max-num-batched-tokens 512",
+    f"{Q235} -dp 16 {EP} --all2all-backend mori_low_latency --quantization fp8_per_channel --max-num-batched-tokens 512",
+    f"{V3} -dp 16 {EP} --all2all-backend mori_high_throughput --max-num-batched-tokens 1024",
+    f"{V3} -dp 8 {EP} --all2all-backend mori_low_latency --max-num-batched-tokens 256",
+    f"{V3} -tp 8 {EP} --all2all-backend mori_low_latency --max-num-batched-tokens 256",
     # pplx and naive: removed in 0.33.0, fall back to allgather_reducescatter (no EP-library buffer)
     f"{Q30} -dp 8 {EP} --all2all-backend pplx",
     f"{V3} -dp 16 {EP} --all2all-backend pplx",

@@ -69,7 +69,7 @@ def compare(found: dict, rep: dict) -> list[tuple[str, object, object]]:
     the low-latency size hint's arguments, ``ElasticBuffer``'s arguments, and the engine's resolved token
     budget. Equal values agree; the conformance tier and ``--from-installed`` both use this list."""
     calls = found["calls"]
-    handles = [c for c in calls if c["name"] in ("Buffer", "ElasticBuffer")]
+    handles = [c for c in calls if c["name"] in ("Buffer", "ElasticBuffer", "EpDispatchCombineOp")]
     inputs = rep["report"]["inputs"]
     out = [("buffer built", bool(handles), rep["num_bytes"] > 0)]
     if not handles:
@@ -78,7 +78,7 @@ def compare(found: dict, rep: dict) -> list[tuple[str, object, object]]:
     if "max_num_batched_tokens" in found.get("resolved", {}):
         out.append(("max_num_batched_tokens", found["resolved"]["max_num_batched_tokens"],
                     _setting(rep, "--max-num-batched-tokens")))
-    call = handles[0]
+    call = next(c for c in calls if c["name"] in ("Buffer", "ElasticBuffer", "EpDispatchCombineConfig"))
     args = call["args"]
     if call["name"] == "Buffer":
         out += [("num_nvl_bytes", args["num_nvl_bytes"], _buffer(rep, "NVL buffer")),
@@ -91,6 +91,15 @@ def compare(found: dict, rep: dict) -> list[tuple[str, object, object]]:
                 ("hint hidden", hint["hidden"], inputs.get("hidden")),
                 ("hint num_ranks", hint["num_ranks"], inputs.get("num_ranks")),
                 ("hint num_experts", hint["num_experts"], inputs.get("num_experts"))]
+    if call["name"] == "EpDispatchCombineConfig":
+        pairs = (("world_size", "num_ranks"), ("hidden_dim", "hidden"), ("max_token_type_size", "max_token_type_size"),
+                 ("max_num_inp_token_per_rank", "num_max_tokens_per_rank"), ("num_experts_per_rank", "num_experts_per_rank"),
+                 ("num_experts_per_token", "num_topk"), ("kernel_type", "kernel_type"), ("gpu_per_node", "gpu_per_node"))
+        out += [(f"EpDispatchCombineConfig {theirs}", args[theirs], inputs.get(ours)) for theirs, ours in pairs]
+        one_byte = any(t in str(args["data_type"]) for t in ("float8", "int8"))
+        out += [("EpDispatchCombineConfig data_type bytes", 1 if one_byte else 2, 1 if inputs.get("use_fp8_dispatch") else 2),
+                ("EpDispatchCombineConfig scale bytes", args["scale_dim"] * args["scale_type_size"],
+                 inputs.get("scale_dim", 0) * inputs.get("scale_type_size", 0))]
     if call["name"] == "ElasticBuffer":
         out += [(f"ElasticBuffer {key}", args[key], inputs.get(key)) for key in (
             "num_max_tokens_per_rank", "hidden", "num_topk", "use_fp8_dispatch", "allow_hybrid_mode",

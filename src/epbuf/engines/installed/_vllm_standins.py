@@ -96,11 +96,30 @@ def _mori(rec: Recorder):
         "IntraNode", "InterNode", "InterNodeV1", "InterNodeV1LL", "AsyncLL")})
     ops.EpDispatchCombineConfig = lambda **kw: rec.record("mori", "EpDispatchCombineConfig",
                                                           {k: _value(v) for k, v in kw.items()}) or kw
-    ops.EpDispatchCombineOp = lambda config: rec.record("mori", "EpDispatchCombineOp", {}) or object()
+    class EpDispatchCombineOp:
+        def __init__(self, config):
+            rec.record("mori", "EpDispatchCombineOp", {})
+
+    ops.EpDispatchCombineOp = EpDispatchCombineOp
     shmem.shmem_torch_process_group_init = lambda name: rec.record("mori", "shmem_torch_process_group_init",
                                                                    {"group": name})
     mod.ops, mod.shmem = ops, shmem
     return {"mori": mod, "mori.ops": ops, "mori.shmem": shmem}
+
+
+def _amdsmi():
+    """``amdsmi`` as an MI300X (gfx942, 192 GiB) answers it: what ``vllm/platforms/rocm.py`` asks at import."""
+    mod = types.ModuleType("amdsmi")
+    mod.AmdSmiException = type("AmdSmiException", (Exception,), {})
+    mod.AmdSmiMemoryType = types.SimpleNamespace(VRAM=0)
+    mod.amdsmi_init = mod.amdsmi_shut_down = lambda *a, **k: None
+    mod.amdsmi_get_processor_handles = lambda: [0]
+    mod.amdsmi_get_gpu_asic_info = lambda handle: {"target_graphics_version": "gfx942", "market_name": "AMD Instinct MI300X"}
+    mod.amdsmi_get_gpu_device_uuid = lambda handle: "GPU-standin"
+    mod.amdsmi_get_gpu_memory_total = lambda handle, kind: 192 << 30
+    mod.amdsmi_topo_get_link_type = lambda a, b: {"hops": 1, "type": 2}
+    mod.amdsmi_topo_get_numa_node_number = lambda handle: 0
+    return mod
 
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -140,7 +159,7 @@ def install_modules(rec: Recorder, real_hint) -> None:
     (they stay: vLLM keeps the modules it imported)."""
     _ACTIVE.recorder = rec
     if not _FINDER:
-        _FINDER.append(_Finder({"deep_ep": _deep_ep(_ACTIVE, real_hint), **_mori(_ACTIVE)}))
+        _FINDER.append(_Finder({"deep_ep": _deep_ep(_ACTIVE, real_hint), "amdsmi": _amdsmi(), **_mori(_ACTIVE)}))
         sys.meta_path.insert(0, _FINDER[0])
 
 

@@ -225,6 +225,8 @@ def _prepare_finalize(config, st) -> dict:
         if hasattr(all2all_utils, name):  # built after the library call, on GPU tensors: no constructor
             original = getattr(all2all_utils, name)
             setattr(all2all_utils, name, type(name, (original,), {"__init__": _no_init}))
+    if pc.all2all_backend.startswith("mori"):
+        _rocm_aiter()
     with set_current_vllm_config(config):
         moe_parallel = layer.make_parallel_config(tp, dp, pcp, pc.use_sequence_parallel_moe, pc)
         num_experts = getattr(hf, "n_routed_experts", None) or hf.num_experts
@@ -246,6 +248,17 @@ def _prepare_finalize(config, st) -> dict:
             "ep_size": moe_parallel.ep_size, "sp_size": moe_parallel.sp_size, "activation_quant": quant_kind}
 
 
+def _rocm_aiter() -> None:
+    """MORI runs on ROCm with AITER's fused MoE (``FusedMoEConfig`` asserts it): an MI300X (gfx942) whose
+    ``VLLM_ROCM_USE_AITER`` fused MoE is on, without the fused shared expert."""
+    import vllm.platforms.rocm as rocm
+    from vllm._aiter_ops import rocm_aiter_ops
+
+    rocm.on_gfx942, rocm.on_gfx950 = (lambda: True), (lambda: False)
+    rocm_aiter_ops.is_fused_moe_enabled = classmethod(lambda cls: True).__get__(rocm_aiter_ops)
+    rocm_aiter_ops.is_fusion_moe_shared_experts_enabled = classmethod(lambda cls: False).__get__(rocm_aiter_ops)
+
+
 def _no_init(self, *args, **kwargs) -> None:
     """The prepare/finalize constructors' stand-in."""
 
@@ -265,7 +278,14 @@ def _manager(all2all, pc, world: int):
         manager._check_gin_support = lambda group: None  # an NCCL all-reduce on a CUDA tensor
         return manager
     if backend in ("mori_high_throughput", "mori_low_latency"):
-        return all2all.MoriAll2AllManager(group, backend)
+        import torch
+
+        register = torch._C._distributed_c10d._register_process_group
+        torch._C._distributed_c10d._register_process_group = lambda name, group: None  # a real c10d group only
+        try:
+            return all2all.MoriAll2AllManager(group, backend)
+        finally:
+            torch._C._distributed_c10d._register_process_group = register
     if backend in ("naive", "allgather_reducescatter"):
         return all2all.AgRsAll2AllManager(group)
     raise InstalledMismatch(f"--from-installed: no stand-in for the {backend} all2all manager")
