@@ -259,7 +259,10 @@ def run(args: argparse.Namespace) -> int:
     opts, extras = parser.parse_known_args(argv)
     before = set(tokens)
     if launch is not None and any(e in before or e.partition("=")[0] in before for e in extras if e.startswith("-")):
-        _refuse_before_launch(name, [e for e in extras if e.startswith("-") and (e in before or e.partition("=")[0] in before)])
+        flag = next(e for e in extras if e.startswith("-") and (e in before or e.partition("=")[0] in before))
+        at = extras.index(flag)
+        value = extras[at + 1] if "=" not in flag and at + 1 < len(extras) and not extras[at + 1].startswith("-") else ""
+        _refuse_before_launch(name, [flag + (f"={value}" if value else "")])
     ignored = (launch.ignored if launch is not None else ()) + tuple(unknown_options(extras, parser))
     rep = report_from_args(name, opts, ranks_flag=_ranks_spelling(argv, parser), launch=launch, ignored=ignored)
     if opts.from_installed:

@@ -264,6 +264,10 @@ def recipe(ctx: EngineContext) -> EngineReport:
     ctx, quant_finding = _fp8_dispatch(ctx)
     ctx = _vllm_resolve.with_activation_quant(ctx)
     s = ctx.settings
+    if ctx.launch and s["--all2all-backend"].source == "default":  # the line runs vLLM's own default
+        s = {**s, "--all2all-backend": Setting(name="--all2all-backend", value="allgather_reducescatter", source="default",
+                                               note=f"vLLM's default (ParallelConfig.all2all_backend, {PARALLEL_CONFIG})")}
+        ctx = ctx.replace(settings=s)
     backend = s["--all2all-backend"].value
     if backend == "naive":  # vllm/config/parallel.py:537-543 @v0.33.0: removed, falls back with a warning
         backend = "allgather_reducescatter"
@@ -296,7 +300,12 @@ def recipe(ctx: EngineContext) -> EngineReport:
     if backend in ("deepep_low_latency", "deepep_v2", "pplx", *_vllm_mori.BACKENDS):
         settings.append(Setting(name="num_max_tokens_per_rank (T)", value=tokens, source="derived",
                                 note=f"{tokens_knob} ({VERSIONS[ctx.version].split(':')[0]})"))
-    if backend == "deepep_v2":
+    if backend == "deepep_v2" and ctx.version in CURRENT:
+        settings.append(Setting(name="sp_size", value=1, source="derived", note=(
+            "vLLM 0.33.0 lists deepep_v2 in use_sequence_parallel_moe but passes ElasticBuffer num_max_tokens_per_rank = "
+            "moe.max_num_tokens undivided; sp_size goes to the prepare/finalize only "
+            "(vllm/model_executor/layers/fused_moe/all2all_utils.py:284-312 @v0.33.0)")))
+    elif backend == "deepep_v2":
         settings.append(Setting(name="sp_size", value=sp_size, source="derived",
                                 note=f"tp_size if use_sequence_parallel_moe, else 1 ({PARALLEL_CONFIG}: deepep_v2 is not "
                                      f"among its backends); T = cdiv(T, sp_size) ({A2A_UTILS})"))

@@ -55,6 +55,7 @@ LINES = [
     # DeepEP V2 (ElasticBuffer)
     f"{Q30} -dp 8 {EP} --all2all-backend deepep_v2",
     f"{Q30} -dp 8 {EP} --all2all-backend deepep_v2 --max-num-batched-tokens 2048",
+    f"{Q30} -tp 2 -dp 4 {EP} --all2all-backend deepep_v2",
     f"{Q235} -dp 16 {EP} --all2all-backend deepep_v2",
     f"{V3} -dp 16 {EP} --all2all-backend deepep_v2",
     f"{V3} -dp 8 {EP} --all2all-backend deepep_v2 --performance-mode throughput",
@@ -75,4 +76,6 @@ LINES = [
     f"{V3} -dp 16 {EP} --all2all-backend pplx",
     f"{Q30} -dp 8 {EP} --all2all-backend naive",
     f"{V3} -dp 16 {EP} --all2all-backend allgather_reducescatter",
+    f"{Q30} -dp 8 {EP}",
+    f"{V3} -dp 16 {EP} --max-num-batched-tokens 4096",
 ]
