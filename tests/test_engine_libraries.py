@@ -260,8 +260,11 @@ def test_vllm_uccl_low_latency_example():
                  "UCCL proxies and runtime": 84_072}
     assert rep.num_bytes == 4_877_021_576
     assert uccl_ep.get_low_latency_rdma_size_hint(256, 7168, 16, 256, per_expert_batching=True) == 3_769_641_088
-    # vLLM main passes enable_shrink, which UCCL-EP's Buffer.__init__ does not take; dp-chunk does not
-    assert any("enable_shrink" in f.message for f in rep.errors())
+    # vLLM main passes enable_shrink=False: UCCL-EP main takes it since PR #1043, v0.1.1 raises TypeError
+    assert not rep.errors()
+    release = report("vllm", num_ranks=16, backend_version="v0.1.1", flags={
+        "--all2all-backend": "deepep_low_latency", "--max-num-batched-tokens": 256, "--uccl-ep": True})
+    assert any("enable_shrink" in f.message for f in release.errors())
     old = vllm(16, "deepep_low_latency", "dp-chunk", **{"--uccl-ep": True})
     assert not old.errors() and old.report.buffer("RDMA buffer").num_bytes == 3_769_641_088
     default_build = vllm(16, "deepep_low_latency", "dp-chunk", **{"--uccl-ep": True,
@@ -343,7 +346,8 @@ CONFIG = json.dumps({k: {"num_sms": 24, "num_max_nvl_chunked_send_tokens": 16, "
     (["vllm", "--all2all-backend", "pplx", "--engine-version", "dp-chunk", "--ranks", "16", "--fp8-dispatch"], 0),
     (["vllm", "--all2all-backend", "mori_low_latency", "--ranks", "16", "--max-num-batched-tokens", "2048"], 0),
     (["vllm", "--all2all-backend", "mori_low_latency", "--ranks", "16", "--device", "mi300x"], 1),  # 8192: heap
-    (["vllm", "--all2all-backend", "deepep_low_latency", "--uccl-ep"], 1),  # enable_shrink on main
+    (["vllm", "--all2all-backend", "deepep_low_latency", "--uccl-ep", "--backend-version", "v0.1.1"], 1),  # shrink
+    (["vllm", "--all2all-backend", "deepep_low_latency", "--uccl-ep", "--max-num-batched-tokens", "256"], 0),
     (["vllm", "--all2all-backend", "deepep_low_latency", "--uccl-ep", "--engine-version", "dp-chunk"], 0),
     (["sglang", "--moe-a2a-backend", "mori", "--env", "SGLANG_MORI_COMBINE_DTYPE=fp4"], 1),
     (["sglang", "--moe-a2a-backend", "mori", "--env", "MORI_SHMEM_HEAP_SIZE=512M"], 1),

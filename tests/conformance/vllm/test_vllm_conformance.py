@@ -17,7 +17,7 @@ import shlex
 import pytest
 
 from _cli_run import run_cli
-from vllm_corpus import LINES
+from vllm_corpus import LINES, UCCL_LINES
 
 from epbuf.engines.installed import compare, resolve
 
@@ -51,8 +51,22 @@ def test_line(tally, capsys, line):
     assert not bad, "; ".join(bad)
 
 
+@pytest.mark.parametrize("line", UCCL_LINES)
+def test_uccl_drop_in_line(tally, capsys, line):
+    """The same lines with UCCL-EP's drop-in as vLLM's ``deep_ep``: vLLM's call is the same, the library's
+    size hint is UCCL-EP's."""
+    env, words = _split(line)
+    found = resolve("vllm", words, env, uccl=True)
+    code, out, err = run_cli(capsys, "engine", "vllm", "--uccl-ep", "--json", "--", *shlex.split(line))
+    assert code == 0, err
+    label = f"[uccl-ep] {line}"
+    bad = [f"{name}: vLLM {engine!r}, epbuf {epbuf!r}" for name, engine, epbuf in compare(found, json.loads(out))
+           if not tally.compare(label, name, engine, epbuf)]
+    assert not bad, "; ".join(bad)
+
+
 def test_corpus_size():
-    assert len(LINES) >= 45
+    assert len(LINES) + len(UCCL_LINES) >= 45
 
 
 def test_option_list_is_the_release():

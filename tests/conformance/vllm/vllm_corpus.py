@@ -79,3 +79,14 @@ LINES = [
     f"{Q30} -dp 8 {EP}",
     f"{V3} -dp 16 {EP} --max-num-batched-tokens 4096",
 ]
+
+#: Lines run with UCCL-EP's drop-in as the ``deep_ep`` vLLM imports (epbuf: ``--uccl-ep`` before ``--``).
+UCCL_LINES = [
+    f"{V3} -dp 16 {EP} --all2all-backend deepep_low_latency",
+    f"{V3} -dp 8 {EP} --all2all-backend deepep_low_latency --max-num-batched-tokens 128",
+    f"{Q30} -dp 8 {EP} --all2all-backend deepep_low_latency",
+    f"{V3} -dp 16 {EP} --all2all-backend deepep_high_throughput",
+    f"{Q30} -dp 8 {EP} --all2all-backend deepep_high_throughput",
+    f"VLLM_DEEPEP_BUFFER_SIZE_MB=512 {V3} -dp 16 {EP} --all2all-backend deepep_high_throughput",
+]
+

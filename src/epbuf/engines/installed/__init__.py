@@ -80,7 +80,12 @@ def compare(found: dict, rep: dict) -> list[tuple[str, object, object]]:
                     _setting(rep, "--max-num-batched-tokens")))
     call = next(c for c in calls if c["name"] in ("Buffer", "ElasticBuffer", "EpDispatchCombineConfig"))
     args = call["args"]
-    if call["name"] == "Buffer":
+    if call["name"] == "Buffer" and "platform" in inputs:  # UCCL-EP's drop-in: the byte counts it was given
+        out += [("num_nvl_bytes", args["num_nvl_bytes"], inputs.get("num_nvl_bytes")),
+                ("num_rdma_bytes", args["num_rdma_bytes"], inputs.get("num_rdma_bytes", _buffer(rep, "RDMA buffer"))),
+                ("low_latency_mode", args.get("low_latency_mode", False), "num_max_dispatch_tokens_per_rank" in inputs),
+                ("group size", args["group_size"], _setting(rep, "EP size"))]
+    elif call["name"] == "Buffer":
         out += [("num_nvl_bytes", args["num_nvl_bytes"], _buffer(rep, "NVL buffer")),
                 ("num_rdma_bytes", args["num_rdma_bytes"], _buffer(rep, "LL RDMA buffer", "RDMA buffer")),
                 ("low_latency_mode", args.get("low_latency_mode", False), "num_max_dispatch_tokens_per_rank" in inputs),

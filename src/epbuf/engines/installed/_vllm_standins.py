@@ -58,7 +58,7 @@ def _deep_ep(rec: Recorder, real_hint):
             args = dict(num_max_dispatch_tokens_per_rank=num_max_dispatch_tokens_per_rank, hidden=hidden,
                         num_ranks=num_ranks, num_experts=num_experts)
             rec.record("deep_ep", "Buffer.get_low_latency_rdma_size_hint", args)
-            return real_hint(**args)
+            return (rec.hint or real_hint)(**args)
 
         @staticmethod
         def set_num_sms(n):
@@ -144,6 +144,8 @@ class _Active:
     """The recorder the stand-in modules report to: vLLM imports them once per process and keeps them."""
 
     recorder: Recorder | None = None
+    #: The size hint of the library the stand-in plays (DeepEP's, or UCCL-EP's drop-in's); ``None``: DeepEP's.
+    hint = None
 
     def record(self, library: str, name: str, args: dict) -> None:
         if self.recorder is not None:
@@ -154,10 +156,11 @@ _ACTIVE = _Active()
 _FINDER: list = []
 
 
-def install_modules(rec: Recorder, real_hint) -> None:
+def install_modules(rec: Recorder, real_hint, hint=None) -> None:
     """Make ``rec`` the recorder and, the first time, put the stand-in modules first on ``sys.meta_path``
-    (they stay: vLLM keeps the modules it imported)."""
-    _ACTIVE.recorder = rec
+    (they stay: vLLM keeps the modules it imported). ``hint``: the size hint ``deep_ep`` answers with
+    (``None``: ``real_hint``, DeepEP's)."""
+    _ACTIVE.recorder, _ACTIVE.hint = rec, hint
     if not _FINDER:
         _FINDER.append(_Finder({"deep_ep": _deep_ep(_ACTIVE, real_hint), "amdsmi": _amdsmi(), **_mori(_ACTIVE)}))
         sys.meta_path.insert(0, _FINDER[0])

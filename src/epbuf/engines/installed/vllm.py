@@ -102,16 +102,18 @@ def serve_options() -> frozenset:
     return frozenset(s for action in parser._actions for s in action.option_strings if s.startswith("--"))
 
 
-def resolve(argv: list[str], env: dict, *, device: tuple | None = None, model_path: str | None = None) -> dict:
+def resolve(argv: list[str], env: dict, *, device: tuple | None = None, model_path: str | None = None,
+            uccl: bool = False) -> dict:
     """``{"engine", "engine_version", "calls", "resolved"}`` for ``vllm serve`` words ``argv``
-    (``["serve", MODEL, ...]``) under ``env`` (the package docstring)."""
+    (``["serve", MODEL, ...]``) under ``env`` (the package docstring). ``uccl``: the ``deep_ep`` vLLM
+    imports is UCCL-EP's drop-in, whose size hint is UCCL-EP's (PER_EXPERT_BATCHING build)."""
     try:
         import vllm
     except ImportError as error:
         raise NotInstalled(f"--from-installed: vLLM is not installed in this Python ({sys.executable}): "
                            f"{error.msg}") from None
     try:
-        return _resolve(vllm, argv, env, device or DEVICE, model_path)
+        return _resolve(vllm, argv, env, device or DEVICE, model_path, uccl)
     except (AttributeError, ImportError, TypeError) as error:
         if os.environ.get("EPBUF_INSTALLED_TRACEBACK"):
             raise
@@ -119,12 +121,16 @@ def resolve(argv: list[str], env: dict, *, device: tuple | None = None, model_pa
                                 f"({type(error).__name__}: {error})") from None
 
 
-def _resolve(vllm, argv, env, device, model_path) -> dict:
+def _resolve(vllm, argv, env, device, model_path, uccl) -> dict:
+    import functools
+
     from ...backends.deepep_v1.low_latency import get_low_latency_rdma_size_hint
+    from ...backends.uccl_ep import get_low_latency_rdma_size_hint as uccl_hint
     from . import _vllm_standins as st
 
     rec = st.Recorder()
-    st.install_modules(rec, get_low_latency_rdma_size_hint)
+    st.install_modules(rec, get_low_latency_rdma_size_hint,
+                       functools.partial(uccl_hint, per_expert_batching=True) if uccl else None)
     try:
         with tempfile.TemporaryDirectory() as folder, _environment(env, folder):
             words = list(argv[1:] if argv[:1] == ["vllm"] else argv)
