@@ -88,7 +88,7 @@ def mori(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, tokens, to
     kernel, manager, findings = _kernel(ctx, backend, internode)
     kind = ctx.value("--activation-quant") or ("fp8-block" if ctx.value("--fp8-dispatch") else "bf16")
     fp8 = kind != "bf16"  # 1-byte elements: FP8, or int8 for w8a8 int8
-    # scale_dim: hidden // 128 for 1 x 128 blocks, 1 for per-token and per-tensor (UTILS, :355-385 @v0.33.0)
+    # scale_dim: hidden // 128 for 1 x 128 blocks, 1 for per-token and per-tensor (UTILS, :345-385 @v0.33.0)
     scale_dim = 0 if not fp8 else ctx.hidden // FP8_BLOCK if kind == "fp8-block" else 1
     gpu_per_node = min(MAX_GPU_PER_NODE, num_ranks)
     args = MoriArgs(world_size=num_ranks, gpu_per_node=gpu_per_node, tokens=tokens, kernel_type=kernel,

@@ -8,19 +8,19 @@ conformance tier, ``tests/conformance/vllm``, runs the same code and compares):
 * ``vllm/model_executor/layers/fused_moe/config.py:1198-1201`` ``FusedMoEParallelConfig.make``:
   ``use_ep = dp x pcp x tp > 1 and enable_expert_parallel``; ``:1035-1038``
   ``use_all2all_kernels = use_ep and (dp > 1 or pcp > 1 or sp > 1)``. Without it
-  ``all2all_utils.py:199`` ``maybe_make_prepare_finalize`` returns before any ``get_handle``:
-  no DeepEP, pplx or MORI buffer. ``sp > 1`` needs DP > 1 (``vllm/config/parallel.py:767-784``
+  ``all2all_utils.py:203`` ``maybe_make_prepare_finalize`` returns before any ``get_handle``:
+  no DeepEP, pplx or MORI buffer. ``sp > 1`` needs DP > 1 (``vllm/config/parallel.py:767-785``
   ``use_sequence_parallel_moe``), so DP = 1 and PCP = 1 is no buffer.
-* ``vllm/config/parallel.py:796-805`` ``use_batched_dp_moe``: ``all2all_backend in
+* ``vllm/config/parallel.py:795-805`` ``use_batched_dp_moe``: ``all2all_backend in
   (deepep_low_latency, nixl_ep) and enable_expert_parallel and data_parallel_size > 1``;
   ``vllm/engine/arg_utils.py:3166-3174`` ``_set_default_max_num_seqs_and_batched_tokens_args``
   then defaults ``max_num_batched_tokens`` to ``SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP``
   = 256 (``vllm/config/scheduler.py:42``), else ``get_batch_defaults`` (``arg_utils.py:2940-3006``: 16384 on
   a GPU of >= 160 GiB, 8192 on >= 70 GiB that is not an A100, else 2048, for the OpenAI server);
   ``arg_utils.py:3183-3187``: ``--performance-mode throughput`` doubles a defaulted value.
-* ``all2all_utils.py:355-385`` (MORI): FP8 (or int8) dispatch for per-token, block and per-tensor
+* ``all2all_utils.py:345-385`` (MORI): FP8 (or int8) dispatch for per-token, block and per-tensor
   activation quantization, ``scale_dim = 1`` for per-token / per-tensor, ``hidden // 128`` for
-  blocks; ``:236-240`` (DeepEP LL) FP8 only for 128 x 128 blocks.
+  blocks; ``:270-273`` (DeepEP LL) FP8 only for 128 x 128 blocks.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ __all__ = ["RELEASE", "A2A_GATE", "BATCHED_DP", "all2all_gate", "default_batched
 #: The vLLM release whose code these rules are read from (``--engine-version 0.33.0``; ``main`` follows it).
 RELEASE = "0.33.0"
 A2A_GATE = "vllm/model_executor/layers/fused_moe/config.py:1035-1038 @v0.33.0 use_all2all_kernels"
-BATCHED_DP = "vllm/config/parallel.py:796-805 @v0.33.0 use_batched_dp_moe"
+BATCHED_DP = "vllm/config/parallel.py:795-805 @v0.33.0 use_batched_dp_moe"
 BATCH_DEFAULTS = "vllm/engine/arg_utils.py:2940-3006,3166-3187 @v0.33.0"
-MORI_QUANT = "vllm/model_executor/layers/fused_moe/all2all_utils.py:355-385 @v0.33.0"
+MORI_QUANT = "vllm/model_executor/layers/fused_moe/all2all_utils.py:345-385 @v0.33.0"
 #: ``SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP`` (``vllm/config/scheduler.py:42``).
 BATCHED_DP_TOKENS = 256
 BATCHED_DP_BACKENDS = ("deepep_low_latency", "nixl_ep")
