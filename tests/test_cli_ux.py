@@ -433,7 +433,7 @@ WIDE_COMMANDS = [
     ("fit", "--device", "h200"), ("sweep", "--tokens", "1:3", "--ranks", "8,24"),
     ("engine", "vllm", "--model", "deepseek-v3", "-dp", "16", "--enable-expert-parallel"),
     ("engine", "vllm", "--model", "glm-4.5", "--ranks", "16", "--all2all-backend", "deepep_low_latency",
-     "--enable-eplb", "--num-redundant-experts", "288", "--max-num-batched-tokens", "2048"),
+     "--enable-eplb", "--eplb-config", '{"num_redundant_experts": 288}', "--max-num-batched-tokens", "2048"),
     ("engine", "sgl-kernel-npu", "--model", "deepseek-v3", "--ranks", "16", "--deepep-mode", "low_latency"),
 ]
 

@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _cli_run import run_cli
+
 from epbuf.backends import mori_ep, pplx, uccl_ep
 from epbuf.engines import report
 from epbuf.engines._mori import HEAP_LIMIT
@@ -72,9 +74,9 @@ def test_vllm_pplx_dp_size_is_the_tp_size():
     assert rep.report.quantity("dp_size") == 2 and rep.report.quantity("num_dp_groups") == 8
     assert rep.report.buffer("NVSHMEM symmetric buffers (nvshmem_malloc)").num_bytes == 3_063_218_304
     assert rep.recommendation("NVSHMEM_SYMMETRIC_SIZE", "fix").value == "3g"
-    # TP = the EP size leaves one DP group: the wrapper asserts world_size // dp_size > 1 (sizes plus an error)
+    # TP = the EP size leaves DP = 1: use_all2all_kernels is false, vLLM builds no all2all manager at all
     rep = vllm(16, "pplx", "dp-chunk", **{"--fp8-dispatch": True, "-tp": 16})
-    assert "pplx.limit" in {f.code for f in rep.errors()} and rep.num_bytes > 0
+    assert rep.num_bytes == 0 and "vllm.no-all2all" in codes(rep) and not rep.errors()
 
 
 def test_vllm_pplx_intranode_example():
@@ -116,17 +118,23 @@ def test_vllm_mori_intranode_example():
 
 @pytest.mark.parametrize("backend, version, kernel", [
     ("mori_high_throughput", "main", "InterNodeV1"), ("mori_low_latency", "main", "InterNodeV1LL"),
-    ("mori", "main", "InterNodeV1"), ("mori", "dp-chunk", "InterNodeV1"),
+    ("mori", "dp-chunk", "InterNodeV1"),
 ])
 def test_vllm_mori_internode_kernels(backend, version, kernel):
     rep = vllm(16, backend, version, **{"--fp8-dispatch": True, "--max-num-batched-tokens": 1024})
     assert rep.report.inputs["kernel_type"] == kernel and rep.report.inputs["gpu_per_node"] == 8
-    assert ("vllm.mori-renamed" in codes(rep)) is (backend == "mori" and version == "main")
     heap = rep.report.buffer("MORI-shmem static heap (symmetric buffers)")
     if version == "main":  # InterNodeV1 and InterNodeV1LL allocate alike (both ShmemBufsInterNodeV1)
         assert heap.num_bytes_needed == 605_109_760 and rep.report.inputs["num_max_tokens_per_rank"] == 1024
     else:  # before PR #39107 T is VLLM_MOE_DP_CHUNK_SIZE (256), not --max-num-batched-tokens
         assert rep.report.inputs["num_max_tokens_per_rank"] == 256 and "vllm.setting-unused" in codes(rep)
+
+
+def test_vllm_bare_mori_is_refused_as_vllm_0_33_refuses_it(capsys):
+    """vLLM 0.33.0's All2AllBackend literal has no bare ``mori``: its parser refuses the line at start-up."""
+    code, out, err = run_cli(capsys, "engine", "vllm", "--", "vllm", "serve", "Qwen/Qwen3-30B-A3B", "-dp", "16",
+                             "--enable-expert-parallel", "--all2all-backend", "mori")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "mori_high_throughput" in err
 
 
 def test_vllm_mori_heap_exhausted_fix_is_exact():
@@ -252,8 +260,11 @@ def test_vllm_uccl_low_latency_example():
                  "UCCL proxies and runtime": 84_072}
     assert rep.num_bytes == 4_877_021_576
     assert uccl_ep.get_low_latency_rdma_size_hint(256, 7168, 16, 256, per_expert_batching=True) == 3_769_641_088
-    # vLLM main passes enable_shrink, which UCCL-EP's Buffer.__init__ does not take; dp-chunk does not
-    assert any("enable_shrink" in f.message for f in rep.errors())
+    # vLLM main passes enable_shrink=False: UCCL-EP main takes it since PR #1043, v0.1.1 raises TypeError
+    assert not rep.errors()
+    release = report("vllm", num_ranks=16, backend_version="v0.1.1", flags={
+        "--all2all-backend": "deepep_low_latency", "--max-num-batched-tokens": 256, "--uccl-ep": True})
+    assert any("enable_shrink" in f.message for f in release.errors())
     old = vllm(16, "deepep_low_latency", "dp-chunk", **{"--uccl-ep": True})
     assert not old.errors() and old.report.buffer("RDMA buffer").num_bytes == 3_769_641_088
     default_build = vllm(16, "deepep_low_latency", "dp-chunk", **{"--uccl-ep": True,
@@ -264,7 +275,7 @@ def test_vllm_uccl_low_latency_example():
 
 def test_vllm_uccl_has_no_32gib_ceiling():
     """vLLM issue #57894's shape: DeepEP refuses T = 2048 (35.55 GiB); UCCL-EP's Buffer drops the check."""
-    flags = {"--all2all-backend": "deepep_low_latency", "--enable-eplb": True, "--num-redundant-experts": 64,
+    flags = {"--all2all-backend": "deepep_low_latency", "--enable-eplb": True, "--eplb-config": {"num_redundant_experts": 64},
              "--uccl-ep": True, "--uccl-per-expert-batching": False}
     rep = report("vllm", hidden=5120, num_topk=8, num_experts=384, num_ranks=16, version="dp-chunk", flags=flags,
                  env={"VLLM_MOE_DP_CHUNK_SIZE": "2048"})
@@ -335,7 +346,8 @@ CONFIG = json.dumps({k: {"num_sms": 24, "num_max_nvl_chunked_send_tokens": 16, "
     (["vllm", "--all2all-backend", "pplx", "--engine-version", "dp-chunk", "--ranks", "16", "--fp8-dispatch"], 0),
     (["vllm", "--all2all-backend", "mori_low_latency", "--ranks", "16", "--max-num-batched-tokens", "2048"], 0),
     (["vllm", "--all2all-backend", "mori_low_latency", "--ranks", "16", "--device", "mi300x"], 1),  # 8192: heap
-    (["vllm", "--all2all-backend", "deepep_low_latency", "--uccl-ep"], 1),  # enable_shrink on main
+    (["vllm", "--all2all-backend", "deepep_low_latency", "--uccl-ep", "--backend-version", "v0.1.1"], 1),  # shrink
+    (["vllm", "--all2all-backend", "deepep_low_latency", "--uccl-ep", "--max-num-batched-tokens", "256"], 0),
     (["vllm", "--all2all-backend", "deepep_low_latency", "--uccl-ep", "--engine-version", "dp-chunk"], 0),
     (["sglang", "--moe-a2a-backend", "mori", "--env", "SGLANG_MORI_COMBINE_DTYPE=fp4"], 1),
     (["sglang", "--moe-a2a-backend", "mori", "--env", "MORI_SHMEM_HEAP_SIZE=512M"], 1),

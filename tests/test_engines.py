@@ -35,7 +35,7 @@ from _cli_run import run_cli, run_cli_whole  # tests/_cli_run.py (conftest puts 
 
 # The vLLM issue #57894 shape: DeepSeek-V4.1-Flash, hidden 5120, 384 routed + 64 redundant experts, EP16.
 ISSUE = dict(hidden=5120, num_topk=8, num_experts=384, num_ranks=16)
-ISSUE_FLAGS = {"--all2all-backend": "deepep_low_latency", "--enable-eplb": True, "--num-redundant-experts": 64}
+ISSUE_FLAGS = {"--all2all-backend": "deepep_low_latency", "--enable-eplb": True, "--eplb-config": {"num_redundant_experts": 64}}
 
 
 def vllm_ll(tokens: int, version: str = "dp-chunk", **kw):
@@ -93,7 +93,7 @@ def test_vllm_exact_ceiling_1843_from_the_assertion(version):
 def test_vllm_ll_ceilings(hidden, experts, redundant, ceiling):
     flags = {"--all2all-backend": "deepep_low_latency", "--max-num-batched-tokens": 256}
     if redundant:
-        flags |= {"--enable-eplb": True, "--num-redundant-experts": redundant}
+        flags |= {"--enable-eplb": True, "--eplb-config": {"num_redundant_experts": redundant}}
     rep = report("vllm", hidden=hidden, num_topk=8, num_experts=experts, num_ranks=16, flags=flags)
     assert rep.recommendation("--max-num-batched-tokens", "limit").value == ceiling
 
@@ -119,7 +119,7 @@ def test_vllm_ll_example_bytes(tokens, experts, expected):
 def test_vllm_ll_main_examples(tokens, redundant, gib):
     flags = {"--all2all-backend": "deepep_low_latency", "--max-num-batched-tokens": tokens}
     if redundant:
-        flags |= {"--enable-eplb": True, "--num-redundant-experts": redundant}
+        flags |= {"--enable-eplb": True, "--eplb-config": {"num_redundant_experts": redundant}}
     rep = report("vllm", model="deepseek-v3", num_ranks=16, flags=flags)
     digits = 3 if gib == 3.999 else 2
     assert round(rep.report.buffer("LL RDMA buffer").num_bytes / GiB, digits) == gib
@@ -208,7 +208,7 @@ def test_vllm_v2_is_deepep_v2_report():
     rep = report("vllm", model="deepseek-v3", num_ranks=16, flags={"--all2all-backend": "deepep_v2",
                                                                    "--max-num-batched-tokens": 4096})
     plan = Plan(hidden=7168, num_topk=8, num_experts=256, num_ranks=16, num_ranks_per_node=8,
-                num_max_tokens_per_rank=4096, use_fp8_dispatch=False, allow_hybrid_mode=False,
+                num_max_tokens_per_rank=4096, use_fp8_dispatch=False, allow_hybrid_mode=True,
                 allow_multiple_reduction=False)
     assert rep.num_bytes == deepep_v2.report(plan).num_bytes
 
@@ -705,7 +705,8 @@ def test_parse_knob_accepts_what_engines_parse():
 def test_cli_table_answers_the_question(capsys):
     code, out, err = run_cli(
         capsys, "engine", "vllm", "--env", "VLLM_DEEPEP_BUFFER_SIZE_MB=1024", "--env", "VLLM_MOE_DP_CHUNK_SIZE=2048",
-        "--all2all-backend", "deepep_low_latency", "--enable-eplb", "--num-redundant-experts", "64", "--hidden", "5120",
+        "--all2all-backend", "deepep_low_latency", "--enable-eplb", "--eplb-config", '{"num_redundant_experts": 64}',
+        "--hidden", "5120",
         "--experts", "384", "--topk", "8", "--ep-size", "16", "--engine-version", "dp-chunk", "--device", "h200",
         "--budget", "30GiB", "--max-tokens-under-load", "1024")
     assert code == 0 and err == ""
@@ -782,8 +783,9 @@ def test_registering_the_command_imports_no_engine():
 def test_engine_strict_exits_1_on_an_error_finding(capsys, extra):
     """``epbuf engine NAME --strict``: status 1 when the report has an error finding, as ``hint --strict``."""
     def argv(tokens: int) -> list[str]:  # issue #57894: T = 2048 is 35.55 GiB, above the 32 GiB ceiling; 1843 is not
-        return ["engine", "vllm", "--all2all-backend", "deepep_low_latency", "--enable-eplb", "--num-redundant-experts",
-                "64", "--hidden", "5120", "--experts", "384", "--topk", "8", "--ep-size", "16", "--env",
+        return ["engine", "vllm", "--all2all-backend", "deepep_low_latency", "--enable-eplb", "--eplb-config",
+                '{"num_redundant_experts": 64}', "--hidden", "5120", "--experts", "384", "--topk", "8", "--ep-size", "16",
+                "--env",
                 "NVSHMEM_QP_DEPTH=4098", "--max-num-batched-tokens", str(tokens), *extra]
 
     code, out, _ = run_cli(capsys, *argv(2048))
@@ -805,10 +807,10 @@ PER_ROUND_ENV = "DEEPEP_NORMAL_LONG_SEQ_PER_ROUND_TOKENS"
 
 @pytest.mark.parametrize("argv, limit_name, source, num_bytes", [
     # vLLM FusedMoE.__init__: no redundant experts without EPLB; the HT buffers are VLLM_DEEPEP_BUFFER_SIZE_MB
-    (VLLM_HT + ["--num-redundant-experts", "5"], "redundant experts == 0 without --enable-eplb",
+    (VLLM_HT + ["--eplb-config", '{"num_redundant_experts": 5}'], "redundant experts == 0 without --enable-eplb",
      "assert num_redundant_experts == 0", 1024 * MiB + 33_554_432 + 160),
     # ... and with EPLB 256 + 5 experts over 16 ranks; 16 ranks span two nodes: NVL + RDMA, 1 GiB each
-    (VLLM_HT + ["--enable-eplb", "--num-redundant-experts", "5", "--ranks", "16"],
+    (VLLM_HT + ["--enable-eplb", "--eplb-config", '{"num_redundant_experts": 5}', "--ranks", "16"],
      "experts (routed + redundant) % EP size == 0 (--enable-eplb)", "assert self.global_num_experts % self.ep_size",
      2 * 1024 * MiB + 33_554_432 + 160),
     # DeepEP's Buffer constructor: 12 ranks (buffer.hpp:114); vLLM sizes HT buffers without DeepEP's configs
@@ -875,7 +877,7 @@ def _deepep_ll_answers(num_experts: int, num_ranks: int) -> bool:
 @pytest.mark.parametrize("argv, code, limit_name", [
     (["engine", "sglang", "--deepep-mode", "low_latency", "--ep-num-redundant-experts", "3", "--tp-size", "16"],
      "sglang.limit", "num_experts % group.size() == 0 (low-latency)"),
-    (["engine", "vllm", "--enable-eplb", "--num-redundant-experts", "5", "--ranks", "16"],
+    (["engine", "vllm", "--enable-eplb", "--eplb-config", '{"num_redundant_experts": 5}', "--ranks", "16"],
      "vllm.limit", "experts (routed + redundant) % EP size == 0 (--enable-eplb)"),
 ])
 def test_engine_expert_checks_with_low_latency_buffers(capsys, argv, code, limit_name):

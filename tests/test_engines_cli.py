@@ -68,10 +68,14 @@ def test_issue_12_vllm_serve_launch_line(capsys):
     assert not findings(data, "engine.epbuf-default")  # the line names its all2all backend
 
 
-def test_issue_12_launch_line_without_backend_says_what_epbuf_assumed(capsys):
-    code, out, _ = run_cli(capsys, "engine", "vllm", "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3", "-dp", "16")
-    assert code == 0
-    assert "the launch line does not set --all2all-backend; epbuf used deepep_low_latency" in out
+def test_launch_line_without_backend_runs_vllms_default(capsys):
+    """Issue 18: a launch line without --all2all-backend runs vLLM's allgather_reducescatter (no EP-library
+    buffer, 0 B), as vLLM 0.33.0's own code resolves it; the note says which flag sizes one."""
+    code, out, _ = run_cli(capsys, "engine", "vllm", "--json", "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3", "-dp",
+                           "16", "--enable-expert-parallel")
+    data = json.loads(out)
+    assert code == 0 and data["num_bytes"] == 0 and not findings(data, "engine.epbuf-default")
+    assert "--all2all-backend deepep_low_latency" in findings(data, "vllm.no-deepep")[0]["message"]
 
 
 def test_issue_12_sglang_launch_server_line(capsys):

@@ -107,9 +107,9 @@ SAME_AS_CLI = [
      ["sweep", "--model", "deepseek-v3", "--ranks", "8,16", "--tokens", "64:8192:*2", "--dtype", "fp8,bf16",
       "--device", "h200"]),
     ("/api/engine/vllm", "model=glm-4.5&ranks=16&all2all-backend=deepep_low_latency&enable-eplb&"
-                         "num-redundant-experts=288&max-num-batched-tokens=2048",
+                         "eplb-config=%7B%22num_redundant_experts%22%3A288%7D&max-num-batched-tokens=2048",
      ["engine", "vllm", "--model", "glm-4.5", "--ranks", "16", "--all2all-backend", "deepep_low_latency",
-      "--enable-eplb", "--num-redundant-experts", "288", "--max-num-batched-tokens", "2048"]),
+      "--enable-eplb", "--eplb-config", '{"num_redundant_experts":288}', "--max-num-batched-tokens", "2048"]),
     ("/api/engine/sglang", "model=deepseek-v3&ranks=16&env=SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK=256",
      ["engine", "sglang", "--model", "deepseek-v3", "--ranks", "16",
       "--env", "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK=256"]),

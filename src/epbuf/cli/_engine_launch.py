@@ -165,6 +165,8 @@ def parse_launch_line(tokens: list[str], engine: str) -> LaunchLine:
         else:
             ignored.append(token)
     rest, program, model = _strip_program(rest, ignored)
+    if engine == "vllm":
+        rest = _vllm_spelling(rest)
     if program in PROGRAMS and engine not in PROGRAMS[program]:
         raise InvalidArgumentError([EngineProblem(
             "--", " ".join(tokens[:4]) + " ...", f"a {program} launch line; size it with {PROG} "
@@ -207,6 +209,73 @@ def parse_launch_line(tokens: list[str], engine: str) -> LaunchLine:
     if engine == "mindspeed" and program == "torchrun":
         argv += _mindspeed_data_parallel(argv, ignored)
     return LaunchLine(argv=tuple(argv), env=env, ignored=tuple(ignored), program=program)
+
+
+def _vllm_spelling(tokens: list[str]) -> list[str]:
+    """The words as vLLM's ``FlexibleArgumentParser.parse_args`` reads them (``vllm/utils/argparse_utils.py``
+    @v0.33.0): ``_`` for ``-`` in a ``--`` option's name (up to its first ``.``); ``--json-flag.key value``
+    merged into ``--json-flag`` (its JSON, when also given, updated key by key); and argparse's
+    ``allow_abbrev``: a unique prefix of one of vLLM 0.33.0's options is that option, an ambiguous one
+    is refused (:mod:`epbuf.engines._vllm_flags`).
+
+    Raises:
+        InvalidArgumentError: an abbreviation vLLM's parser finds ambiguous.
+    """
+    import json
+    import re
+
+    from ..engines import _vllm_flags
+    from ..engines._knobs import EngineProblem
+    from ..errors import InvalidArgumentError
+
+    out: list[str] = []
+    dotted: dict[str, dict] = {}
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if not token.startswith("--") or token == "--":
+            out.append(token)
+            continue
+        key, eq, value = token.partition("=")
+        key = re.sub(r"(?<=--)[^.]*", lambda m: m.group(0).replace("_", "-"), key, count=1)
+        name, dot, path = key.partition(".")
+        full, candidates = _vllm_flags.expand(name)
+        if full is None and len(candidates) > 1:
+            raise InvalidArgumentError([EngineProblem(name, token, f"vLLM {_vllm_flags.RELEASE}'s parser finds the "
+                                                                   f"abbreviation ambiguous: {', '.join(candidates[:6])}"
+                                                                   + (" ..." if len(candidates) > 6 else ""))])
+        name = full or name
+        if dot:
+            if not eq and i < len(tokens):
+                value, i = tokens[i], i + 1
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                parsed = value
+            target = dotted.setdefault(name, {})
+            *parents, leaf = path.split(".")
+            for part in parents:
+                target = target.setdefault(part, {})
+            target[leaf.replace("-", "_")] = parsed
+            continue
+        out.append(f"{name}={value}" if eq else name)
+    for name, update in dotted.items():
+        spelled = [j for j, t in enumerate(out) if t == name or t.startswith(name + "=")]
+        if not spelled:
+            out += [name, json.dumps(update)]
+            continue
+        j = spelled[-1]
+        inline = out[j].partition("=")[2] if "=" in out[j] else (out[j + 1] if j + 1 < len(out) else "{}")
+        try:
+            merged = {**json.loads(inline), **update}
+        except (ValueError, TypeError):
+            continue  # not JSON text (a file path): the recipe reads the file and reports on it
+        if "=" in out[j]:
+            out[j] = f"{name}={json.dumps(merged)}"
+        else:
+            out[j + 1] = json.dumps(merged)
+    return out
 
 
 def _mindspeed_data_parallel(argv: list[str], ignored: list[str]) -> list[str]:

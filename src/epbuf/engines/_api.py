@@ -130,12 +130,13 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
         load=max_tokens_under_load, budget=budget, device_name=device_name, device_num_bytes=device_bytes,
         device=device_spec,
         ranks_flag=ranks_flag or "num_ranks", model_notes=model_notes,
-        model_block_fp8=block_fp8,
+        model_block_fp8=block_fp8, launch=bool(launch),
     )
     from ._libraries import compose
 
     rep = compose(spec.recipe(ctx))
-    extra = _launch_findings(engine, spec, settings, tuple(ignored), launch)
+    used = {st.name: st for st in rep.settings}
+    extra = _launch_findings(engine, spec, {k: used.get(k, v) for k, v in settings.items()}, tuple(ignored), launch)
     if extra:
         rep = rep.replace(report=rep.report.replace(findings=rep.report.findings + tuple(extra)))
     return rep
@@ -154,7 +155,8 @@ def _launch_findings(engine: str, spec, settings: dict, ignored: tuple, launch: 
     if launch:
         for k in spec.knobs:
             st = settings.get(k.name)
-            if st is not None and st.source == "default" and k.default_note.startswith("epbuf's default"):
+            if st is not None and st.source == "default" and k.default_note.startswith("epbuf's default") \
+                    and st.value == k.default:  # a recipe that took the engine's own default says so itself
                 out.append(Finding(severity="warning", code="engine.epbuf-default",
                                    message=f"the launch line does not set {k.label}; epbuf used {k.default} "
                                            f"({k.default_note})", data={"setting": k.name, "value": k.default}))

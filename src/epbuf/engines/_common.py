@@ -48,6 +48,8 @@ class EngineContext(Record):
     model_notes: str = ""
     #: The model's weights are block-FP8 128 x 128 (:attr:`epbuf.models.ModelSpec.block_fp8`).
     model_block_fp8: bool = False
+    #: The settings were read from a pasted launch line: a flag the line leaves out is the engine's default.
+    launch: bool = False
 
     def value(self, name: str) -> object:
         return self.settings[name].value

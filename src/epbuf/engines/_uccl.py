@@ -143,14 +143,23 @@ def constructor_limits(ctx, num_nvl_bytes: int, num_rdma_bytes: int, num_ranks: 
     return out
 
 
+#: uccl-project/uccl PR #1043 ("[EP] Accept vLLM enable_shrink compatibility argument", merged 2026-08-28,
+#: after da914a2): the drop-in's ``Buffer`` takes ``enable_shrink``; ``False`` initializes as before,
+#: ``True`` raises (rank shrinking is not implemented). The PyPI release v0.1.1 predates it.
+SHRINK_PR = "uccl-project/uccl PR #1043 (merged 2026-08-28)"
+
+
 def shrink_limit(ctx) -> list:
-    """vLLM main passes ``enable_shrink`` to ``deep_ep.Buffer`` in low-latency mode; UCCL-EP's
-    ``Buffer.__init__`` has no such parameter (``BUFFER_PY``): ``TypeError`` at start-up."""
-    if ctx.version != "main":
+    """vLLM main passes ``enable_shrink`` (``False`` unless fault tolerance) to ``deep_ep.Buffer`` in
+    low-latency mode. UCCL-EP's ``Buffer.__init__`` took no such parameter (``BUFFER_PY``): ``TypeError``
+    at start-up with ``--backend-version v0.1.1``; since :data:`SHRINK_PR` (UCCL-EP main) ``False`` is
+    accepted."""
+    if ctx.version == "dp-chunk" or uccl_version(ctx).id != "v0.1.1":
         return []
     return [limit("keyword arguments vLLM passes that UCCL-EP's Buffer.__init__ lacks (enable_shrink)", 1, "==", 0,
                   f"{BUFFER_PY}; vllm-project/vllm vllm/distributed/device_communicators/all2all.py @001430048e81 "
-                  "DeepEPLLAll2AllManager._make_all2all_kwargs passes enable_shrink", enforced="host")]
+                  f"DeepEPLLAll2AllManager._make_all2all_kwargs passes enable_shrink; accepted since {SHRINK_PR}",
+                  enforced="host")]
 
 
 def runtime_findings(prefix: str, ctx, host_buffers, device_buffers) -> list[Finding]:
@@ -216,7 +225,7 @@ def limits_and_findings(prefix: str, own: list) -> list[Finding]:
     """``error`` findings for the broken engine-level checks."""
     return limit_findings(prefix, own, {
         "keyword arguments vLLM passes that UCCL-EP's Buffer.__init__ lacks (enable_shrink)":
-            "vLLM's Buffer(...) call raises TypeError at start-up; use vLLM before enable_shrink or the deepep_high_"
-            "throughput backend",
+            "vLLM's Buffer(...) call raises TypeError at start-up with UCCL-EP v0.1.1; use UCCL-EP main (PR #1043 "
+            "accepts enable_shrink=False), vLLM before enable_shrink or the deepep_high_throughput backend",
     })
 

@@ -15,7 +15,8 @@ Upstream ``vllm-project/vllm`` (the public code index):
   one of those two names).
 * ``vllm/model_executor/layers/fused_moe/all2all_utils.py @02bd2a49`` ``maybe_make_prepare_finalize``
   (``moe.use_mori_kernels``): FP8 dispatch for block-quantized models with ``scale_dim = hidden_dim //
-  128`` and ``scale_type_size = 4`` (float32); unquantized dispatch has ``scale_dim = 0``,
+  128`` and ``scale_type_size = 4`` (float32), and for per-token and per-tensor FP8 (and int8 w8a8) with
+  ``scale_dim = 1`` (``is_per_act_token or is_per_tensor``); unquantized dispatch has ``scale_dim = 0``,
   ``scale_type_size = 0``; ``max_num_tokens_per_dp_rank = moe.max_num_tokens``, ``num_local_experts =
   moe.num_experts // world_size`` (routed + EPLB redundant), ``input_dtype = moe.in_dtype`` (BF16).
 * ``moe.max_num_tokens``: ``VLLM_MOE_DP_CHUNK_SIZE`` before PR #39107 (``--engine-version dp-chunk``),
@@ -84,8 +85,10 @@ def mori(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, tokens, to
     backend = ctx.value("--all2all-backend")
     internode = num_nodes > 1
     kernel, manager, findings = _kernel(ctx, backend, internode)
-    fp8 = bool(ctx.value("--fp8-dispatch"))
-    scale_dim = ctx.hidden // FP8_BLOCK if fp8 else 0
+    kind = ctx.value("--activation-quant") or ("fp8-block" if ctx.value("--fp8-dispatch") else "bf16")
+    fp8 = kind != "bf16"  # 1-byte elements: FP8, or int8 for w8a8 int8
+    # scale_dim: hidden // 128 for 1 x 128 blocks, 1 for per-token and per-tensor (UTILS, :345-385 @v0.33.0)
+    scale_dim = 0 if not fp8 else ctx.hidden // FP8_BLOCK if kind == "fp8-block" else 1
     gpu_per_node = min(MAX_GPU_PER_NODE, num_ranks)
     args = MoriArgs(world_size=num_ranks, gpu_per_node=gpu_per_node, tokens=tokens, kernel_type=kernel,
                     scale_bytes=scale_dim * FLOAT32_BYTES, fp8_dispatch=fp8, num_redundant_experts=redundant)

@@ -13,8 +13,9 @@ Upstream ``vllm-project/vllm`` (the public code index):
   ``dp_size = all2all_manager.tp_group.world_size`` ("dp_size actually means tp_size, bug in pplx
   kernels"), ``hidden_dim = moe.hidden_dim`` and the byte counts of ``pplx_hidden_dim_scale_bytes``.
 * ``vllm/model_executor/layers/fused_moe/pplx_prepare_finalize.py @85c990c``
-  ``pplx_hidden_dim_scale_bytes``: with an FP8 quant dtype ``hidden_dim_bytes = hidden x 1`` and
-  ``hidden_scale_bytes = cdiv(hidden, block_shape[1]) x 4`` (block quantization); unquantized
+  ``pplx_hidden_dim_scale_bytes``: with an FP8 (or int8) quant dtype ``hidden_dim_bytes = hidden x 1`` and
+  ``hidden_scale_bytes = cdiv(hidden, block_shape[1]) x 4`` (block quantization), ``4`` (one float32:
+  per-token, ``per_act_token_quant``, or per tensor; rounded up to 16); unquantized
   ``hidden x in_dtype.itemsize`` and 0; both rounded up to 16 ("All pplx byte sizes must be
   16-byte aligned").
 * ``FusedMoEConfig.max_num_tokens`` is ``VLLM_MOE_DP_CHUNK_SIZE`` before PR #39107, i.e. in every vLLM
@@ -50,16 +51,23 @@ BF16_BYTES = 2
 KNOBS = PPLX_ENV_KNOBS
 
 
-def hidden_dim_scale_bytes(hidden: int, fp8: bool) -> tuple[int, int]:
-    """``pplx_hidden_dim_scale_bytes`` (``PPLX_PF``) for BF16 activations and, with ``fp8``, block FP8
-    (``block_shape = [128, 128]``): ``(round_up(hidden_dim_bytes, 16), round_up(hidden_scale_bytes, 16))``.
+def hidden_dim_scale_bytes(hidden: int, fp8: bool | str) -> tuple[int, int]:
+    """``pplx_hidden_dim_scale_bytes`` (``PPLX_PF``) for BF16 activations and the quantized ones:
+    ``fp8`` ``True`` / ``"fp8-block"`` is block FP8 (``block_shape = [128, 128]``: one float32 per 128
+    elements); ``"fp8-tensor"``, ``"fp8-token"`` and ``"int8-token"`` are 1-byte elements with one float32
+    scale (per tensor or per token); ``False`` / ``"bf16"`` unquantized. Returns
+    ``(round_up(hidden_dim_bytes, 16), round_up(hidden_scale_bytes, 16))``.
 
     >>> hidden_dim_scale_bytes(7168, True), hidden_dim_scale_bytes(2880, True), hidden_dim_scale_bytes(7000, False)
     ((7168, 224), (2880, 96), (14000, 0))
+    >>> hidden_dim_scale_bytes(4096, "fp8-tensor"), hidden_dim_scale_bytes(4096, "int8-token")
+    ((4096, 16), (4096, 16))
     """
-    if fp8:
-        return ceil_div(hidden, ALIGN) * ALIGN, ceil_div(ceil_div(hidden, FP8_BLOCK) * FLOAT32_BYTES, ALIGN) * ALIGN
-    return ceil_div(hidden * BF16_BYTES, ALIGN) * ALIGN, 0
+    kind = "fp8-block" if fp8 is True else "bf16" if fp8 is False else fp8
+    if kind == "bf16":
+        return ceil_div(hidden * BF16_BYTES, ALIGN) * ALIGN, 0
+    scales = ceil_div(hidden, FP8_BLOCK) if kind == "fp8-block" else 1
+    return ceil_div(hidden, ALIGN) * ALIGN, ceil_div(scales * FLOAT32_BYTES, ALIGN) * ALIGN
 
 
 def _plan(ctx, num_ranks, per_node, redundant, tokens, kernel, fp8, scale_bytes, dp_size):
@@ -87,8 +95,9 @@ def pplx(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, tokens, to
                         "vLLM that still has it", data={}))
         return rep, []
     kernel = "internode" if num_nodes > 1 else "intranode"
-    fp8 = bool(ctx.value("--fp8-dispatch"))
-    hidden_bytes, scale_bytes = hidden_dim_scale_bytes(ctx.hidden, fp8)
+    kind = ctx.value("--activation-quant") or ("fp8-block" if ctx.value("--fp8-dispatch") else "bf16")
+    fp8 = kind != "bf16"  # 1-byte elements (FP8 or int8)
+    hidden_bytes, scale_bytes = hidden_dim_scale_bytes(ctx.hidden, kind)
     if hidden_bytes != ctx.hidden * (1 if fp8 else BF16_BYTES):
         raise InvalidArgumentError([EngineProblem(
             "--hidden", ctx.hidden, f"vLLM rounds hidden_dim_bytes up to {hidden_bytes} ({PPLX_PF}); epbuf's pplx "

@@ -65,7 +65,7 @@ from __future__ import annotations
 from ..errors import InvalidArgumentError
 from ..report import Finding, Report
 from ..units import INT64_MAX, GiB, MiB
-from . import _deepep, _uccl, _uccl_vllm, _vllm_all2all, _vllm_mori, _vllm_pplx
+from . import _deepep, _uccl, _uccl_vllm, _vllm_all2all, _vllm_mori, _vllm_pplx, _vllm_resolve
 from ._common import EngineContext, limit, limit_findings, topology
 from ._knobs import EngineProblem, Knob, Setting
 from ._report import EngineReport
@@ -76,7 +76,7 @@ LAYER = "vllm/model_executor/layers/fused_moe/layer.py @0014ec6c FusedMoE.__init
 EPLB_EVEN = "experts (routed + redundant) % EP size == 0 (--enable-eplb)"
 NO_EPLB_REDUNDANT = "redundant experts == 0 without --enable-eplb"
 ARG_UTILS = "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults"
-BACKENDS = ("deepep_low_latency", "deepep_high_throughput", "deepep_v2", "allgather_reducescatter", "pplx",
+BACKENDS = ("deepep_low_latency", "deepep_high_throughput", "deepep_v2", "allgather_reducescatter", "naive", "pplx",
             *_vllm_mori.BACKENDS)
 #: ``ParallelConfig.use_sequence_parallel_moe`` backends (``vllm/config/parallel.py @00193b82``): with one of
 #: them, EP, TP > 1 and DP > 1 the MoE input is sharded over TP (``sp_size = tp_size``).
@@ -85,11 +85,15 @@ SP_MOE_BACKENDS = ("allgather_reducescatter", "deepep_high_throughput", "deepep_
 PARALLEL_CONFIG = "vllm/config/parallel.py @00193b82"
 
 VERSIONS = {
-    "main": "vLLM since PR #39107 (\"[MoE Refactor] Remove MoE DP chunking\", merged 2026-04): the DeepEP "
+    "main": f"vLLM {_vllm_resolve.RELEASE} and main since PR #39107 (\"[MoE Refactor] Remove MoE DP chunking\", merged 2026-04): the DeepEP "
             "low-latency and V2 buffers hold T = --max-num-batched-tokens tokens per rank",
     "dp-chunk": "vLLM before PR #39107 (up to about v0.19): T = VLLM_MOE_DP_CHUNK_SIZE (default 256); "
                 "a larger batch is dispatched in chunks of T",
+    _vllm_resolve.RELEASE: f"the vLLM {_vllm_resolve.RELEASE} release (pip install vllm=={_vllm_resolve.RELEASE}): "
+                           "what main models, checked by running its code (tests/conformance/vllm)",
 }
+#: Versions that follow the release's rules (``use_batched_dp_moe``, no ``--num-redundant-experts``, no ``mori``).
+CURRENT = ("main", _vllm_resolve.RELEASE)
 
 KNOBS = (
     Knob(name="--all2all-backend", kind="choice", default="deepep_low_latency", choices=BACKENDS,
@@ -109,7 +113,13 @@ KNOBS = (
          help="needed by every all2all backend; epbuf assumes it"),
     Knob(name="--enable-eplb", kind="flag", default=False, help="EPLB (allows redundant experts)"),
     Knob(name="--num-redundant-experts", kind="int", lo=0, default=0,
-         help="EPLB redundant experts (older spelling of --eplb-config num_redundant_experts)"),
+         help="EPLB redundant experts (before vLLM 0.33.0; since then --eplb-config num_redundant_experts)"),
+    Knob(name="--performance-mode", kind="choice", default="balanced",
+         choices=("balanced", "interactivity", "throughput"), source=f"{REPO} {_vllm_resolve.BATCH_DEFAULTS}",
+         help="throughput doubles the default --max-num-batched-tokens"),
+    Knob(name="--activation-quant", kind="choice", choices=_vllm_resolve.QUANT_KINDS,
+         help="epbuf's flag: how the MoE activations are quantized before dispatch (pplx, MORI; default from "
+              "--quantization and the checkpoint), e.g. int8-token for a w8a8 int8 checkpoint"),
     Knob(name="--eplb-config", kind="json", help="EPLB config JSON; epbuf reads num_redundant_experts"),
     Knob(name="--fp8-dispatch", kind="flag", default=False,
          help="epbuf's flag: the model is block-FP8 quantized, so DeepEP dispatches FP8 (V2 use_fp8_dispatch)"),
@@ -125,8 +135,8 @@ KNOBS = (
          help="T of the low-latency buffer before PR #39107"),
     Knob(name="VLLM_ENABLE_MOE_DP_CHUNK", kind="bool", default=True, source=f"{REPO} {ENVS} (PR #29936)",
          help="DP chunking on/off before PR #39107"),
-    Knob(name="VLLM_DEEPEP_V2_ALLOW_HYBRID_MODE", kind="bool", default=False, source=f"{REPO} {ENVS}",
-         help="V2 allow_hybrid_mode"),
+    Knob(name="VLLM_DEEPEP_V2_ALLOW_HYBRID_MODE", kind="bool", default=True,
+         source=f"{REPO} {ENVS}:2055-2056 @v0.33.0 (default \"1\")", help="V2 allow_hybrid_mode"),
     Knob(name="VLLM_DEEPEP_V2_PREFER_OVERLAP", kind="bool", default=False, affects_size=False,
          source=f"{REPO} {ENVS}", help="V2 prefer_overlap_with_compute"),
     Knob(name="VLLM_DEEPEP_V2_ALLOW_MULTIPLE_REDUCTION", kind="bool", default=False, source=f"{REPO} {ENVS}",
@@ -139,14 +149,17 @@ KNOBS = (
 
 
 
-def _default_batched_tokens(ctx: EngineContext) -> tuple[int, str]:
-    """``EngineArgs.get_batch_defaults`` for the OpenAI server."""
-    if ctx.device_num_bytes is None:
-        return 8192, (f"vLLM's OpenAI-server default on a >= 70 GiB GPU ({ARG_UTILS}); 2048 on smaller "
-                      "GPUs and A100 - pass --device or the flag")
-    big = ctx.device_num_bytes >= 70 * GiB and "a100" not in ctx.device_name.lower()
-    return (8192 if big else 2048), (f"vLLM's OpenAI-server default for {ctx.device_name or 'this device'} "
-                                     f"({'>= 70 GiB, not A100' if big else '< 70 GiB or A100'}; {ARG_UTILS})")
+def _default_batched_tokens(ctx: EngineContext, backend: str = "", expert_parallel: bool = False) -> tuple[int, str]:
+    """``EngineArgs`` defaults for the OpenAI server (:func:`._vllm_resolve.default_batched_tokens`);
+    ``dp-chunk`` (older vLLM) knows neither ``use_batched_dp_moe`` nor ``--performance-mode``."""
+    if ctx.version not in CURRENT or "--performance-mode" not in ctx.settings:  # vllm-ascend reuses it
+        return _vllm_resolve.default_batched_tokens(
+            backend="", expert_parallel=False, dp=1, device_bytes=ctx.device_num_bytes,
+            device_name=ctx.device_name, throughput=False)
+    return _vllm_resolve.default_batched_tokens(
+        backend=backend, expert_parallel=expert_parallel, dp=ctx.value("--data-parallel-size"),
+        device_bytes=ctx.device_num_bytes, device_name=ctx.device_name,
+        throughput=ctx.value("--performance-mode") == "throughput")
 
 
 def _ep_size(ctx: EngineContext) -> tuple[int, Setting]:
@@ -249,9 +262,19 @@ def recipe(ctx: EngineContext) -> EngineReport:
             hidden above 8192 for LL (vLLM's rounding raises), a malformed ``--eplb-config``.
     """
     ctx, quant_finding = _fp8_dispatch(ctx)
+    ctx = _vllm_resolve.with_activation_quant(ctx)
     s = ctx.settings
+    if ctx.launch and s["--all2all-backend"].source == "default":  # the line runs vLLM's own default
+        s = {**s, "--all2all-backend": Setting(name="--all2all-backend", value="allgather_reducescatter", source="default",
+                                               note=f"vLLM's default (ParallelConfig.all2all_backend, {PARALLEL_CONFIG})")}
+        ctx = ctx.replace(settings=s)
     backend = s["--all2all-backend"].value
+    if backend == "naive":  # vllm/config/parallel.py:537-543 @v0.33.0: removed, falls back with a warning
+        backend = "allgather_reducescatter"
+    if ctx.version in CURRENT:
+        _vllm_resolve.release_flags(ctx, backend)
     num_ranks, ep_setting = _ep_size(ctx)
+    expert_parallel = bool(s["--enable-expert-parallel"].value) or not ctx.launch
     per_node, num_nodes = topology(ctx, num_ranks)
     redundant, redundant_from = _redundant(ctx)
     eplb = s["--enable-eplb"].value
@@ -260,7 +283,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
 
     tokens_knob = "VLLM_MOE_DP_CHUNK_SIZE" if ctx.version == "dp-chunk" else "--max-num-batched-tokens"
     if s["--max-num-batched-tokens"].value is None:
-        value, note = _default_batched_tokens(ctx)
+        value, note = _default_batched_tokens(ctx, backend, expert_parallel)
         s = {**s, "--max-num-batched-tokens": Setting(name="--max-num-batched-tokens", value=value,
                                                        source="default", note=note)}
         ctx = ctx.replace(settings=s)
@@ -277,15 +300,28 @@ def recipe(ctx: EngineContext) -> EngineReport:
     if backend in ("deepep_low_latency", "deepep_v2", "pplx", *_vllm_mori.BACKENDS):
         settings.append(Setting(name="num_max_tokens_per_rank (T)", value=tokens, source="derived",
                                 note=f"{tokens_knob} ({VERSIONS[ctx.version].split(':')[0]})"))
-    if backend == "deepep_v2":
+    if backend == "deepep_v2" and ctx.version in CURRENT:
+        settings.append(Setting(name="sp_size", value=1, source="derived", note=(
+            "vLLM 0.33.0 lists deepep_v2 in use_sequence_parallel_moe but passes ElasticBuffer num_max_tokens_per_rank = "
+            "moe.max_num_tokens undivided; sp_size goes to the prepare/finalize only "
+            "(vllm/model_executor/layers/fused_moe/all2all_utils.py:284-312 @v0.33.0)")))
+    elif backend == "deepep_v2":
         settings.append(Setting(name="sp_size", value=sp_size, source="derived",
                                 note=f"tp_size if use_sequence_parallel_moe, else 1 ({PARALLEL_CONFIG}: deepep_v2 is not "
                                      f"among its backends); T = cdiv(T, sp_size) ({A2A_UTILS})"))
         tokens = -(-tokens // sp_size)
 
+    shape_given = any(s[k].source != "default" for k in ("--tensor-parallel-size", "--data-parallel-size",
+                                                          "--prefill-context-parallel-size"))
+    gate, gate_why = True, ""
+    if ctx.launch or shape_given:
+        gate, gate_why = _vllm_resolve.all2all_gate(s["--tensor-parallel-size"].value, s["--data-parallel-size"].value,
+                                                    s["--prefill-context-parallel-size"].value, expert_parallel, backend)
     common = dict(ctx=ctx, num_ranks=num_ranks, per_node=per_node, num_nodes=num_nodes, num_experts=num_experts,
                   redundant=redundant, tokens=tokens, tokens_knob=tokens_knob)
-    if _uccl.enabled(ctx):
+    if not gate and backend != "allgather_reducescatter":
+        rep, recs = _vllm_resolve.no_all2all(backend, gate_why)
+    elif _uccl.enabled(ctx):
         rep, recs = _uccl_vllm.uccl(**common)
     elif backend == "deepep_low_latency":
         rep, recs = _vllm_all2all.low_latency(**common)
@@ -313,7 +349,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
             and backend in ("deepep_low_latency", "deepep_v2", "pplx", *_vllm_mori.BACKENDS):
         unused = ("--max-num-batched-tokens", "before PR #39107 the DeepEP buffers hold VLLM_MOE_DP_CHUNK_SIZE tokens "
                                               "per rank, not --max-num-batched-tokens")
-    if unused is not None and backend != "allgather_reducescatter":
+    if unused is not None and backend != "allgather_reducescatter" and gate:
         rep = rep.replace(findings=rep.findings + (Finding(
             severity="warning", code="vllm.setting-unused", message=f"{unused[0]} does not size the buffer here: "
                                                                     f"{unused[1]}", data={"setting": unused[0]}),))
@@ -323,9 +359,9 @@ def recipe(ctx: EngineContext) -> EngineReport:
                                              f"{redundant}; routed {ctx.num_experts} + redundant {redundant})",
                                   NO_EPLB_REDUNDANT: f"vLLM's FusedMoE asserts it without --enable-eplb "
                                                      f"({redundant_from}); pass --enable-eplb or 0"})))
-    if quant_finding is not None and backend != "allgather_reducescatter":
+    if quant_finding is not None and backend != "allgather_reducescatter" and gate:
         rep = rep.replace(findings=rep.findings + (quant_finding,))
-    if not s["--enable-expert-parallel"].value and backend != "allgather_reducescatter":
+    if not s["--enable-expert-parallel"].value and backend != "allgather_reducescatter" and not ctx.launch:
         rep = rep.replace(findings=rep.findings + (Finding(
             severity="info", code="vllm.expert-parallel-assumed",
             message="vLLM uses an all2all backend only with --enable-expert-parallel; epbuf assumes it"),))

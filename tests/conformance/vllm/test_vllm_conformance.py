@@ -1,0 +1,116 @@
+"""vLLM 0.33.0's own code against ``epbuf engine vllm --json`` on every line of :mod:`vllm_corpus`.
+
+For each line, :func:`epbuf.engines.installed.resolve` runs vLLM's parser, ``create_engine_config`` and
+MoE prepare/finalize set-up with the GPU parts stood in for, capturing the EP library calls; the same
+line goes through ``epbuf engine vllm --json -- LINE``. Compared, argument by argument: whether a
+buffer is built at all (and 0 B when not), the number of handles, DeepEP ``Buffer``'s ``num_nvl_bytes``
+and ``num_rdma_bytes``, the low-latency size hint's (T, hidden, ranks, experts), ``ElasticBuffer``'s
+arguments, and vLLM's resolved ``max_num_batched_tokens``. Differences fail unless listed in
+:data:`EXCEPTIONS` with the reason (docs/guides/conformance.md).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from _cli_run import run_cli
+from vllm_corpus import LINES, UCCL_LINES
+
+from epbuf.engines.installed import compare, resolve
+
+#: (line, argument) -> why epbuf's answer differs from the engine's and stays so.
+EXCEPTIONS: dict = {}
+
+
+@pytest.fixture(scope="module")
+def tally(tally_for):
+    return tally_for("vllm", EXCEPTIONS)
+
+
+def _split(line: str) -> tuple[dict, list[str]]:
+    words = shlex.split(line)
+    env = {}
+    while words and "=" in words[0] and not words[0].startswith("-"):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    assert words[0] == "vllm"
+    return env, words
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_line(tally, capsys, line):
+    env, words = _split(line)
+    found = resolve("vllm", words, env)
+    code, out, err = run_cli(capsys, "engine", "vllm", "--json", "--", *shlex.split(line))
+    assert code == 0, err
+    bad = [f"{name}: vLLM {engine!r}, epbuf {epbuf!r}" for name, engine, epbuf in compare(found, json.loads(out))
+           if not tally.compare(line, name, engine, epbuf)]
+    assert not bad, "; ".join(bad)
+
+
+@pytest.mark.parametrize("line", UCCL_LINES)
+def test_uccl_drop_in_line(tally, capsys, line):
+    """The same lines with UCCL-EP's drop-in as vLLM's ``deep_ep``: vLLM's call is the same, the library's
+    size hint is UCCL-EP's."""
+    env, words = _split(line)
+    found = resolve("vllm", words, env, uccl=True)
+    code, out, err = run_cli(capsys, "engine", "vllm", "--uccl-ep", "--json", "--", *shlex.split(line))
+    assert code == 0, err
+    label = f"[uccl-ep] {line}"
+    bad = [f"{name}: vLLM {engine!r}, epbuf {epbuf!r}" for name, engine, epbuf in compare(found, json.loads(out))
+           if not tally.compare(label, name, engine, epbuf)]
+    assert not bad, "; ".join(bad)
+
+
+def test_corpus_size():
+    assert len(LINES) + len(UCCL_LINES) >= 45
+
+
+def test_option_list_is_the_release():
+    """epbuf's list of vLLM 0.33.0's ``vllm serve`` options (abbreviations, flags that exist) is the
+    installed parser's."""
+    from epbuf.engines import _vllm_flags
+    from epbuf.engines.installed import vllm as installed
+
+    assert installed.serve_options() == _vllm_flags.OPTIONS
+
+
+def test_comparison_catches_a_difference(capsys):
+    """The comparison can fail: vLLM's capture of one line against epbuf's report of another."""
+    env, words = _split(LINES[0])
+    found = resolve("vllm", words, env)
+    other = LINES[0].replace("-dp 16", "-dp 8")
+    code, out, err = run_cli(capsys, "engine", "vllm", "--json", "--", *shlex.split(other))
+    differ = {name for name, engine, epbuf in compare(found, json.loads(out)) if engine != epbuf}
+    assert {"group size", "hint num_ranks"} <= differ
+
+
+def test_from_installed_agrees_on_the_issue_line(capsys):
+    code, out, err = run_cli(capsys, "engine", "vllm", "--from-installed", "--json", "--", *shlex.split(LINES[0]))
+    assert code == 0, err
+    rep = json.loads(out)
+    codes = {f["code"] for f in rep["report"]["findings"]}
+    assert rep["num_bytes"] == 4_924_115_232 and "engine.installed-agrees" in codes
+    assert "engine.installed-differs" not in codes
+
+
+def test_from_installed_reports_a_difference_as_a_finding(capsys):
+    """epbuf's own flag (--max-num-batched-tokens before --) changes the recipe, not the engine's line."""
+    code, out, err = run_cli(capsys, "engine", "vllm", "--from-installed", "--json", "--max-num-batched-tokens", "512",
+                             "--", *shlex.split(LINES[0]))
+    assert code == 0, err
+    differs = [f for f in json.loads(out)["report"]["findings"] if f["code"] == "engine.installed-differs"]
+    assert {f["data"]["argument"] for f in differs} >= {"max_num_batched_tokens", "hint T"}
+
+
+def test_from_installed_with_a_model_it_cannot_stand_in_for_keeps_the_recipe(capsys):
+    code, out, err = run_cli(capsys, "engine", "vllm", "--from-installed", "--json", "--model", "deepseek-v3", "--",
+                             "vllm", "serve", "some/unknown-model", "-dp", "16", "--enable-expert-parallel",
+                             "--all2all-backend", "deepep_low_latency")
+    assert code == 0, err
+    rep = json.loads(out)
+    mismatch = [f for f in rep["report"]["findings"] if f["code"] == "engine.installed-mismatch"]
+    assert len(mismatch) == 1 and "\n" not in mismatch[0]["message"] and rep["num_bytes"] == 4_924_115_232
