@@ -159,4 +159,4 @@ def test_topk_idx_bits_reaches_the_plan(capsys):
         code, out, _ = run_main(capsys, "compare", "--backends", "deepep-v1", "--json", *argv)
         assert code == 0 and json.loads(out)["plan"]["num_topk_idx_bits"] == bits
     code, out, err = run_main(capsys, "hint", "--topk-idx-bits", "16")
-    assert code == 2 and out == "" and "--topk-idx-bits: invalid choice: 16 (choose from 32, 64)" in err
+    assert code == 2 and out == "" and "--topk-idx-bits: invalid choice: 16 (one of 32, 64)" in err

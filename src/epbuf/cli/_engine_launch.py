@@ -242,9 +242,9 @@ def _vllm_spelling(tokens: list[str]) -> list[str]:
         name, dot, path = key.partition(".")
         full, candidates = _vllm_flags.expand(name)
         if full is None and len(candidates) > 1:
-            raise InvalidArgumentError([EngineProblem(name, token, f"vLLM {_vllm_flags.RELEASE}'s parser finds the "
-                                                                   f"abbreviation ambiguous: {', '.join(candidates[:6])}"
-                                                                   + (" ..." if len(candidates) > 6 else ""))])
+            raise InvalidArgumentError([EngineProblem(  # the reason first: the line keeps 100 columns
+                "launch line", token, f"ambiguous in vLLM {_vllm_flags.RELEASE}: {len(candidates)} flags "
+                f"start so ({', '.join(candidates[:3])}{' ...' if len(candidates) > 3 else ''})")])
         name = full or name
         if dot:
             if not eq and i < len(tokens):

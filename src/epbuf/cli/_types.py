@@ -115,11 +115,11 @@ class Parser(argparse.ArgumentParser):
 
     def _check_value(self, action, value) -> None:
         """argparse's refusal of an unknown choice (a command, ``--backend``, an engine), with the
-        nearest choice first: ``invalid choice: 'hnit'; did you mean hint? (choose from ...)``."""
+        nearest choice first: ``invalid choice: 'hnit'; did you mean hint? (one of ...)``."""
         if action.choices is not None and value not in action.choices:
             close = _closest(value, list(action.choices))  # the nearest name, else what there is
             raise argparse.ArgumentError(action, f"invalid choice: {shown(value)}"
-                                         + (close or f" (choose from {names_text(list(action.choices))})"))
+                                         + (close or f" (one of {names_text(list(action.choices))})"))
 
 
 #: The most columns an error line takes (one line, piped or not).

@@ -47,6 +47,18 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.set_defaults(run=run, engine=None, engine_args=[])
 
 
+def _version_arg(versions: tuple[str, ...]):
+    """``--engine-version``'s type: one of ``versions``, else one line listing them (argparse's
+    own "invalid choice" wording runs past 100 columns once release numbers join the names)."""
+    def parse(text: str) -> str:
+        if text not in versions:
+            raise argparse.ArgumentTypeError(f"{text!r} unknown; one of {', '.join(versions)}")
+        return text
+
+    parse.__name__ = "engine version"
+    return parse
+
+
 def build_engine_parser(name: str) -> argparse.ArgumentParser:
     """The full parser of ``epbuf engine NAME`` (shared options, the engine's flags, ``--env``)."""
     from ..engines import get_engine
@@ -89,7 +101,7 @@ def build_engine_parser(name: str) -> argparse.ArgumentParser:
     v.add_argument("--from-installed", dest="from_installed", action="store_true",
                    help="also run the launch line through the engine installed in this Python (its own parser and "
                         "start-up code, GPU parts stood in for) and report where it differs from the recipe")
-    v.add_argument("--engine-version", dest="engine_version", choices=tuple(spec.versions),
+    v.add_argument("--engine-version", dest="engine_version", type=_version_arg(tuple(spec.versions)), metavar="VERSION",
                    help="; ".join(f"{k}: {t}" for k, t in spec.versions.items()) + f" (default {spec.default_version})")
     if spec.gpu:
         from ..plan import backend_versions

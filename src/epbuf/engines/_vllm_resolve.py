@@ -109,13 +109,13 @@ def release_flags(ctx, backend: str) -> None:
     if ctx.setting("--num-redundant-experts").source == "flag":
         n = ctx.value("--num-redundant-experts")
         problems.append(EngineProblem(
-            "--num-redundant-experts", n, f"vLLM {RELEASE} has no such flag; give --eplb-config "
-                                          f"'{{\"num_redundant_experts\": {n}}}' (or --engine-version dp-chunk)"))
+            "--num-redundant-experts", n, f"now --eplb-config.num_redundant_experts {n} "
+                                          "(gone in vLLM 0.33.0; --engine-version dp-chunk had it)"))
     if backend == "mori":
         problems.append(EngineProblem(
-            "--all2all-backend", backend, f"vLLM {RELEASE} refuses it at start-up (All2AllBackend, "
-                                          "vllm/config/parallel.py:45-60); choose mori_high_throughput or mori_low_latency "
-                                          "(--engine-version dp-chunk sizes the vLLM that had mori)"))
+            "--all2all-backend", backend, "use mori_high_throughput or mori_low_latency "
+                                          f"(refused by vLLM {RELEASE}: All2AllBackend, vllm/config/parallel.py:45-60; "
+                                          "--engine-version dp-chunk sizes the vLLM that had mori)"))
     if problems:
         raise InvalidArgumentError(problems)
 
