@@ -22,6 +22,10 @@ whose sizing code is the same; ``TD`` below):
   T = ``SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK`` (``EnvInt(128)``,
   ``python/sglang/srt/environ.py``) and ``assert self.num_max_dispatch_tokens_per_rank <= 1024``
   ("DeepEP internode_ll dispatch uses FINISHED_SUM_TAG=1024").
+* SGLang 0.5.23 (``--engine-version 0.5.23``, the PyPI wheel): ``self.params_bytes = 2``
+  (``sglang/srt/layers/moe/token_dispatcher/deepep.py:402``) whatever the dispatch dtype, which
+  ``set_deepep_dispatcher_dtype`` (l.448-506) maps to ``use_fp8`` only; the buffer is built on the
+  first dispatch (``_get_buffer``, l.733-744 and 963-972), the singleton of l.204-305.
 * ``003a81bf``: ``set_deepep_dispatcher_dtype`` sets ``params_bytes`` 2 for BF16 output and 1 for
   FP8 / NVFP4; the output dtype is ``--deepep-dispatcher-output-dtype`` (not auto), else the
   deprecated ``SGLANG_DEEPEP_BF16_DISPATCH``, else FP8 (the GPU default).
@@ -77,6 +81,8 @@ BF16_RUNNERS = ("flashinfer_cutedsl", "cutlass", "humming")
 
 VERSIONS = {
     "main": f"SGLang {TD} @003a81bf: param_bytes = 1 for FP8/NVFP4 dispatch output (the GPU default), 2 for BF16",
+    "0.5.23": "SGLang 0.5.23 (the PyPI release, its own code run by tests/conformance/sglang): "
+              "params_bytes = 2 (token_dispatcher/deepep.py:402); MoRI --deepep-mode auto resolves to normal",
     "param-bytes-2": f"SGLang {TD} @454e84da and earlier: param_bytes = 2 whatever the dispatch dtype",
 }
 
@@ -155,6 +161,8 @@ def _param_bytes(ctx: EngineContext) -> tuple[int, str]:
     """``params_bytes`` of the dispatcher (TD) for the version."""
     if ctx.version == "param-bytes-2":
         return 2, "self.params_bytes = 2 (454e84da)"
+    if ctx.version == "0.5.23":
+        return 2, "self.params_bytes = 2 (0.5.23 token_dispatcher/deepep.py:402)"
     dtype = _dispatch_dtype(ctx)
     how = "" if ctx.value("--deepep-dispatcher-output-dtype") != "auto" else (
         f"; auto: --moe-runner-backend {ctx.value('--moe-runner-backend')}" if ctx.value("--moe-runner-backend")
