@@ -1,0 +1,139 @@
+"""Resolve an SGLang launch line through the installed SGLang's own code (tested with 0.5.23).
+
+Upstream (``sglang/srt/`` of the wheel, ``S``): ``S/server_args.py:668`` ``prepare_server_args`` (its
+argparse parser: ``--flag=value`` and unambiguous abbreviations), ``ServerArgs.resolve_once`` (the
+resolution pipeline, ``S/arg_groups/``: ``ep_size = tp_size`` for DeepEP and MoRI, MoRI's ``auto`` ->
+``normal``, the MoRI chunked-prefill assert, the GPU-memory defaults), ``S/runtime_context.py:1489``
+``publish`` and ``S/layers/moe/utils.py:479`` ``initialize_moe_config``; then the MoE layer's
+dispatcher, ``S/layers/moe/fused_moe_triton/layer.py:175`` ``create_moe_dispatcher`` ->
+``MaybeTboDeepEPDispatcher`` (two inner dispatchers under two-batch overlap), and each inner
+dispatcher's buffer: DeepEP's ``_get_buffer`` -> ``DeepEPBuffer.get_deepep_buffer`` ->
+``deep_ep.Buffer(...)``; MoRI's ``set_quant_config`` (as the quant method does after loading, with
+the MoE weights' dtype) and ``mori_op`` -> ``init_mori_op`` -> ``mori.ops.EpDispatchCombineConfig``.
+
+Stood in for (:mod:`._sglang_standins`): the GPU, compiled packages, the process groups (the TP
+group of ``tp_size`` ranks, seen from rank 0), the EP libraries, and the checkpoint's weights (the
+MoE weight dtype follows SGLang's resolved ``quantization``: ``fp8`` -> ``float8_e4m3fn``, none ->
+``bfloat16``; other methods never call ``set_quant_config``). The model's shape comes from its
+``config.json`` through SGLang's ``ModelConfig``: experts = routed + ``ep_num_redundant_experts``.
+"""
+
+from __future__ import annotations
+
+from . import InstalledMismatch
+
+__all__ = ["resolve"]
+
+
+def _device(name: str):
+    from ...devices import get_device
+    from ._sglang_standins import Device
+
+    spec = get_device(name)
+    rocm = spec.name.startswith("mi")
+    return Device(spec.title, spec.num_bytes, rocm=rocm, num_sms=304 if rocm else 132)
+
+
+def resolve(argv: list[str], env: dict, device: str = "h100") -> dict:
+    """Run SGLang on ``argv`` (the words after ``python -m sglang.launch_server``) with ``env``.
+
+    Returns ``{"engine", "engine_version", "calls", "resolved"}``; ``calls`` is empty when SGLang builds
+    no EP buffer (``--moe-a2a-backend none``), and ``resolved["refused"]`` holds the message of a
+    start-up refusal (then there are no calls either).
+
+    Raises:
+        InstalledMismatch: SGLang's internals no longer fit the stand-ins.
+    """
+    import os
+
+    from ._sglang_standins import Recorder, install, patch_torch, uninstall
+
+    rec = Recorder()
+    saved = dict(os.environ)
+    os.environ.update(env)
+    patch_torch(_device(device))
+    finder = install(rec)
+    try:
+        return _run(argv, rec)
+    except (AttributeError, ImportError, TypeError, KeyError) as error:
+        raise InstalledMismatch(f"--from-installed: the installed SGLang no longer fits epbuf's stand-ins "
+                                f"({type(error).__name__}: {error})") from None
+    finally:
+        uninstall(finder)
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _run(argv: list[str], rec) -> dict:
+    import torch
+    import sglang
+    import sglang.srt.utils.common as common
+    from sglang.srt.server_args import prepare_server_args
+
+    mib = torch.cuda.get_device_properties(0).total_memory / (1 << 20)
+    common.get_nvgpu_memory_capacity = lambda: mib
+    common.get_amdgpu_memory_capacity = lambda: mib
+    server_args = prepare_server_args(list(argv))
+    out = {"engine": "sglang", "engine_version": sglang.__version__, "calls": rec.calls, "resolved": {}}
+    try:
+        server_args.resolve_once()
+    except (AssertionError, ValueError) as error:
+        out["resolved"]["refused"] = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return out
+    from sglang.srt.arg_groups.model_override_base import model_config_of, resolved_view
+    from sglang.srt.layers.moe.utils import initialize_moe_config
+    from sglang.srt.runtime_context import publish
+
+    view = resolved_view(server_args)
+    resolved = {k: getattr(view, k) for k in ("tp_size", "ep_size", "moe_a2a_backend", "deepep_mode",
+                                                "chunked_prefill_size", "enable_two_batch_overlap",
+                                                "ep_num_redundant_experts", "quantization")}
+    model_config = model_config_of(server_args)
+    resolved["quantization"] = model_config.quantization
+    out["resolved"] = resolved
+    if resolved["moe_a2a_backend"] in (None, "none"):
+        return out
+    hf = model_config.hf_config
+    publish(server_args, role="test")
+    initialize_moe_config()
+    _build(rec, resolved, hf)
+    return out
+
+
+def _build(rec, resolved: dict, hf) -> None:
+    """The MoE layer's dispatcher and, for each inner dispatcher, the EP library call of its first use."""
+    import torch
+    from sglang.srt.layers.moe.fused_moe_triton import layer as moe_layer
+    from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
+    from sglang.srt.runtime_context import get_parallel
+
+    from ._sglang_standins import StandInGroup
+
+    ep = resolved["ep_size"]
+    routed = getattr(hf, "n_routed_experts", None) or getattr(hf, "num_experts", None)
+    num_experts = routed + (resolved["ep_num_redundant_experts"] or 0)
+    group = StandInGroup(resolved["tp_size"])
+    parallel = get_parallel()
+    parallel.override_permanently(moe_ep_size=ep, moe_ep_rank=0)
+    moe_layer.get_parallel = lambda: type("P", (), {"tp_group": group, "moe_ep_group": group, "moe_ep_size": ep,
+                                                    "moe_ep_rank": 0})()
+    import sglang.srt.layers.moe.token_dispatcher.moriep as moriep
+
+    moriep.get_parallel = moe_layer.get_parallel
+    if not hasattr(moriep, "get_hip_quant"):  # aiter's quant kernels (ROCm only): never called before the op
+        moriep.get_hip_quant = lambda *args: None
+        moriep.QuantType = type("QuantType", (), {"per_1x128": 0, "per_1x32": 1})
+    config = MoeRunnerConfig(num_experts=num_experts, num_local_experts=num_experts // ep, hidden_size=hf.hidden_size,
+                             top_k=hf.num_experts_per_tok, params_dtype=torch.bfloat16)
+    dispatcher = moe_layer.create_moe_dispatcher(config, quant_method=None)
+    weight = torch.float8_e4m3fn if resolved["quantization"] == "fp8" else torch.bfloat16
+    for inner in dispatcher._inners:
+        if resolved["moe_a2a_backend"] == "mori":
+            if resolved["quantization"] in (None, "fp8"):
+                inner.set_quant_config({"weight_dtype": weight})
+            impl = getattr(inner, "_normal_dispatcher", None) or inner._low_latency_dispatcher
+            impl.mori_op
+        else:
+            for impl in (getattr(inner, "_normal_dispatcher", None), getattr(inner, "_low_latency_dispatcher", None)):
+                if impl is not None:
+                    impl._get_buffer()
