@@ -343,7 +343,7 @@ CONFIG = json.dumps({k: {"num_sms": 24, "num_max_nvl_chunked_send_tokens": 16, "
     (["vllm", "--all2all-backend", "mori_low_latency", "--ranks", "16", "--device", "mi300x"], 1),  # 8192: heap
     (["vllm", "--all2all-backend", "deepep_low_latency", "--uccl-ep"], 1),  # enable_shrink on main
     (["vllm", "--all2all-backend", "deepep_low_latency", "--uccl-ep", "--engine-version", "dp-chunk"], 0),
-    (["sglang", "--moe-a2a-backend", "mori", "--env", "SGLANG_MORI_COMBINE_DTYPE=fp4"], 1),
+    (["sglang", "--moe-a2a-backend", "mori", "--deepep-mode", "low_latency", "--env", "SGLANG_MORI_COMBINE_DTYPE=fp4"], 1),
     (["sglang", "--moe-a2a-backend", "mori", "--env", "MORI_SHMEM_HEAP_SIZE=512M"], 1),
     (["sglang", "--moe-a2a-backend", "deepep", "--uccl-ep", "--uccl-nic", "host-memory", "--tp-size", "16"], 0),
 ])

@@ -165,6 +165,10 @@ def parse_launch_line(tokens: list[str], engine: str) -> LaunchLine:
         else:
             ignored.append(token)
     rest, program, model = _strip_program(rest, ignored)
+    if engine == "sglang":  # SGLang's argparse takes unique abbreviations (engines/_sglang_launch.py)
+        from ..engines._sglang_launch import expand
+
+        rest = expand(rest)
     if program in PROGRAMS and engine not in PROGRAMS[program]:
         raise InvalidArgumentError([EngineProblem(
             "--", " ".join(tokens[:4]) + " ...", f"a {program} launch line; size it with {PROG} "
@@ -206,6 +210,10 @@ def parse_launch_line(tokens: list[str], engine: str) -> LaunchLine:
             ignored.append(token if value is None or eq else f"{token} {value}")
     if engine == "mindspeed" and program == "torchrun":
         argv += _mindspeed_data_parallel(argv, ignored)
+    if engine == "sglang":  # SGLang's own defaults where epbuf's differ (--moe-a2a-backend none)
+        from ..engines._sglang_launch import with_defaults
+
+        argv = with_defaults(argv)
     return LaunchLine(argv=tuple(argv), env=env, ignored=tuple(ignored), program=program)
 
 

@@ -37,6 +37,17 @@ class Recorder:
         self.calls.append({"library": library, "name": name, "args": {k: _plain(v) for k, v in args.items()}})
 
 
+class _Current:
+    """The recorder the stand-in libraries report to: the engine keeps the modules it imported once,
+    so one set of stand-ins serves every resolution in a process, each with its own recorder."""
+
+    recorder = Recorder()
+
+    @classmethod
+    def record(cls, library: str, name: str, args: dict) -> None:
+        cls.recorder.record(library, name, args)
+
+
 def _plain(v):
     """A captured argument as plain data (dtypes and kernel kinds by name)."""
     if isinstance(v, (bool, int, float, str)) or v is None:
@@ -189,21 +200,26 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__path__ = []
 
 
+_FINDER: list = []
+
+
 def install(rec: Recorder) -> _Finder:
-    """Put the stand-in modules first on ``sys.meta_path`` (after ``transformers`` has decided that
-    ``torchvision`` is absent); returns the finder."""
-    try:
-        import transformers.utils.import_utils  # noqa: F401  (reads the real package list first)
-    except ImportError:
-        pass
-    finder = _Finder({**_deep_ep(rec), **_mori(rec)})
-    sys.meta_path.insert(0, finder)
-    return finder
+    """Put the stand-in modules first on ``sys.meta_path`` (once per process, after ``transformers``
+    has decided that ``torchvision`` is absent) and send their calls to ``rec``; returns the finder."""
+    _Current.recorder = rec
+    if not _FINDER:
+        try:
+            import transformers.utils.import_utils  # noqa: F401  (reads the real package list first)
+        except ImportError:
+            pass
+        _FINDER.append(_Finder({**_deep_ep(_Current), **_mori(_Current)}))
+        sys.meta_path.insert(0, _FINDER[0])
+    return _FINDER[0]
 
 
 def uninstall(finder: _Finder) -> None:
-    if finder in sys.meta_path:
-        sys.meta_path.remove(finder)
+    """Stop recording (the modules stay: the engine holds them)."""
+    _Current.recorder = Recorder()
 
 
 def patch_torch(device: Device) -> None:

@@ -73,6 +73,7 @@ def _run(argv: list[str], rec) -> dict:
     mib = torch.cuda.get_device_properties(0).total_memory / (1 << 20)
     common.get_nvgpu_memory_capacity = lambda: mib
     common.get_amdgpu_memory_capacity = lambda: mib
+    _reset()
     server_args = prepare_server_args(list(argv))
     out = {"engine": "sglang", "engine_version": sglang.__version__, "calls": rec.calls, "resolved": {}}
     try:
@@ -98,6 +99,21 @@ def _run(argv: list[str], rec) -> dict:
     initialize_moe_config()
     _build(rec, resolved, hf)
     return out
+
+
+def _reset() -> None:
+    """Forget what an earlier resolution in this process left: the DeepEP buffer singleton (on the
+    runtime resources), the ``--deepep-config`` singleton and ``init_mori_op``'s cache."""
+    from sglang.srt.layers.moe.token_dispatcher import deepep, moriep
+    from sglang.srt.runtime_context import get_parallel, get_resources
+
+    get_parallel().clear_stamp()
+    try:
+        get_resources().buffers.pop("deepep_ep_state", None)
+    except (ValueError, RuntimeError):  # nothing published yet
+        pass
+    deepep.DeepEPConfig._instance = None
+    moriep.init_mori_op.cache_clear()
 
 
 def _build(rec, resolved: dict, hf) -> None:

@@ -1,0 +1,187 @@
+"""SGLang 0.5.23's own code against ``epbuf engine sglang --engine-version 0.5.23 --json`` on a corpus of
+launch lines (run by ``.ci/conformance`` in ``.conformance/sglang``, built by ``requirements.sh``).
+
+Each line goes through SGLang's parser, resolution pipeline and MoE dispatcher down to the EP library
+(:mod:`epbuf.engines.installed.sglang`, one subprocess per device) and through epbuf's recipe; every
+captured argument is compared with the report. A difference fails unless :data:`EXCEPTIONS` lists the
+line with its reason. Writes ``.conformance/results/sglang.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _cli_run import run_cli  # noqa: E402  (tests/ is on the path through tests/conftest.py)
+
+ROOT = Path(__file__).resolve().parents[3]
+LAUNCH = ["python", "-m", "sglang.launch_server"]
+
+#: (id, device, launch words after the program with {dsv3} / {dsv3_bf16} / {qwen3} / {qwen3_fp8} for the
+#: model folders, environment)
+CORPUS = [
+    ("deepep-auto-tp16", "h100", "--model-path {dsv3} --tp 16 --moe-a2a-backend deepep", {}),
+    ("deepep-auto-tp8", "h100", "--model-path {dsv3} --tp 8 --moe-a2a-backend deepep", {}),
+    ("deepep-normal-tp16", "h100", "--model-path {dsv3} --tp 16 --moe-a2a-backend deepep --deepep-mode normal", {}),
+    ("deepep-normal-tp8", "h100", "--model-path {dsv3} --tp-size 8 --moe-a2a-backend=deepep --deepep-mode=normal", {}),
+    ("deepep-ll-tp16", "h100", "--model-path {dsv3} --tp 16 --moe-a2a-backend deepep --deepep-mode low_latency", {}),
+    ("deepep-ll-tp32", "h100", "--model-path {dsv3} --tp 32 --moe-a2a-backend deepep --deepep-mode low_latency", {}),
+    ("deepep-ll-env-t256", "h100", "--model-path {dsv3} --tp 16 --moe-a2a-backend deepep --deepep-mode low_latency",
+     {"SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK": "256"}),
+    ("deepep-auto-env-t64", "h100", "--model-path {dsv3} --tp 8 --moe-a2a-backend deepep",
+     {"SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK": "64"}),
+    ("deepep-dp-attention", "h100", "--model-path {dsv3} --tp 16 --dp 16 --enable-dp-attention --moe-a2a-backend deepep", {}),
+    ("deepep-dp8-tp8", "h100", "--model-path {dsv3} --tp 8 --dp-size 8 --enable-dp-attention --moe-a2a-backend deepep", {}),
+    ("deepep-redundant", "h100", "--model-path {dsv3} --tp 16 --moe-a2a-backend deepep --ep-num-redundant-experts 32", {}),
+    ("deepep-tbo", "h100", "--model-path {dsv3} --tp 16 --moe-a2a-backend deepep --enable-two-batch-overlap", {}),
+    ("deepep-bf16-model", "h100", "--model-path {dsv3_bf16} --tp 16 --moe-a2a-backend deepep", {}),
+    ("deepep-qwen3-tp8", "h100", "--model-path {qwen3} --tp 8 --moe-a2a-backend deepep", {}),
+    ("deepep-qwen3-ll", "h100", "--model-path {qwen3} --tp 8 --moe-a2a-backend deepep --deepep-mode low_latency", {}),
+    ("deepep-qwen3-fp8-per-tensor", "h100", "--model-path {qwen3_fp8} --tp 8 --moe-a2a-backend deepep", {}),
+    ("deepep-int8", "h100", "--model-path {dsv3_bf16} --tp 16 --moe-a2a-backend deepep --quantization w8a8_int8", {}),
+    ("deepep-abbrev", "h100", "--model-path {dsv3} --tp 16 --moe-a2a deepep --deepep-mo normal", {}),
+    ("none-default", "h100", "--model-path {dsv3} --tp 16", {}),
+    ("mori-auto-mi300x-refused", "mi300x", "--model-path {dsv3} --tp 8 --moe-a2a-backend mori", {}),
+    ("mori-auto-tp8", "mi300x", "--model-path {dsv3} --tp 8 --moe-a2a-backend mori --chunked-prefill-size 4096", {}),
+    ("mori-auto-tbo", "mi300x", "--model-path {dsv3} --tp 8 --moe-a2a-backend mori --chunked-prefill-size 4096 "
+     "--enable-two-batch-overlap", {}),
+    ("mori-normal-tp16", "mi300x", "--model-path {dsv3} --tp 16 --moe-a2a-backend mori --deepep-mode normal "
+     "--chunked-prefill-size 4096", {}),
+    ("mori-normal-tp16-ll-kernel", "mi300x", "--model-path {dsv3} --tp 16 --moe-a2a-backend mori "
+     "--chunked-prefill-size 256", {"SGLANG_MORI_NUM_MAX_DISPATCH_TOKENS_PER_RANK": "256"}),
+    ("mori-ll", "mi300x", "--model-path {dsv3} --tp 8 --moe-a2a-backend mori --deepep-mode low_latency "
+     "--chunked-prefill-size 4096", {}),
+    ("mori-ll-tbo", "mi300x", "--model-path {dsv3} --tp 8 --moe-a2a-backend mori --deepep-mode low_latency "
+     "--chunked-prefill-size=2048 --enable-two-batch-overlap", {}),
+    ("mori-bf16-model", "mi300x", "--model-path {dsv3_bf16} --tp 8 --moe-a2a-backend mori --chunked-prefill-size 4096", {}),
+    ("mori-env-dispatch-bf16", "mi300x", "--model-path {dsv3} --tp 8 --moe-a2a-backend mori --chunked-prefill-size 4096",
+     {"SGLANG_MORI_DISPATCH_DTYPE": "bf16"}),
+    ("mori-env-combine-fp8", "mi300x", "--model-path {dsv3} --tp 8 --moe-a2a-backend mori --chunked-prefill-size 4096",
+     {"SGLANG_MORI_COMBINE_DTYPE": "fp8"}),
+    ("mori-decode-skips-check", "mi300x", "--model-path {dsv3} --tp 8 --moe-a2a-backend mori "
+     "--disaggregation-mode decode", {}),
+    ("mori-qwen3-fp8-per-tensor", "mi300x", "--model-path {qwen3_fp8} --tp 8 --moe-a2a-backend mori "
+     "--chunked-prefill-size 4096", {}),
+]
+
+#: Lines whose differences are known, with the reason (each must still differ: a stale entry fails).
+EXCEPTIONS = {
+    "mori-qwen3-fp8-per-tensor": "epbuf's model reader marks block-FP8 (128 x 128) checkpoints only; a per-tensor "
+                                 "FP8 checkpoint (quant_method fp8, no weight_block_size) loads through SGLang's "
+                                 "Fp8MoEMethod and dispatches FP8: pass --moe-weight-dtype fp8 to epbuf",
+}
+
+
+def _models(folder: Path) -> dict:
+    """config.json of the corpus' models, written by transformers' own config classes (no downloads)."""
+    from transformers import DeepseekV3Config, Qwen3MoeConfig
+
+    block = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}
+    per_tensor = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+    out = {}
+    for name, cls, arch, quant in (("dsv3", DeepseekV3Config, "DeepseekV3ForCausalLM", block),
+                                   ("dsv3_bf16", DeepseekV3Config, "DeepseekV3ForCausalLM", None),
+                                   ("qwen3", Qwen3MoeConfig, "Qwen3MoeForCausalLM", None),
+                                   ("qwen3_fp8", Qwen3MoeConfig, "Qwen3MoeForCausalLM", per_tensor)):
+        config = cls()
+        config.architectures = [arch]
+        if quant is not None:
+            config.quantization_config = quant
+        config.save_pretrained(folder / name)
+        out[name] = str(folder / name)
+    return out
+
+
+def _installed(lines: list[tuple], models: dict) -> dict:
+    """``{id: resolved}`` from the installed SGLang, one subprocess per device."""
+    out = {}
+    for device in sorted({d for _, d, _, _ in lines}):
+        batch = [(i, w, e) for i, d, w, e in lines if d == device]
+        payload = json.dumps([{"argv": w.format(**models).split(), "env": e} for _, w, e in batch])
+        proc = subprocess.run([sys.executable, str(Path(__file__).with_name("_drive.py")), device], input=payload,
+                              capture_output=True, text=True, timeout=600)
+        marker = [ln for ln in proc.stdout.splitlines() if ln.startswith("@@RESULT@@")]
+        assert marker, proc.stderr[-3000:]
+        for (line_id, _, _), result in zip(batch, json.loads(marker[0][len("@@RESULT@@"):])):
+            out[line_id] = result
+    return out
+
+
+def _epbuf(capsys, words: str, env: dict, device: str, models: dict) -> dict:
+    argv = ["engine", "sglang", "--engine-version", "0.5.23", "--json", "--device", device, "--",
+            *[f"{k}={v}" for k, v in env.items()], *LAUNCH, *words.format(**models).split()]
+    code, out, err = run_cli(capsys, *argv)
+    assert code in (0, 1), err
+    return json.loads(out)
+
+
+def _pairs(installed: dict, rep: dict) -> list[tuple[str, object, object]]:
+    """``(argument, engine's value, epbuf's value)`` for every captured argument."""
+    calls, report = installed["calls"], rep["report"]
+    inputs = report["inputs"]
+    quantities = report.get("quantities", {})
+    pairs = [("refused", bool(installed["resolved"].get("refused")),
+              any(f["code"] == "sglang.mori-refused" for f in report["findings"]))]
+    buffers = [c for c in calls if c["name"] == "Buffer"]
+    ops = [c for c in calls if c["name"] == "EpDispatchCombineOp"]
+    pairs.append(("EP buffers built", len(buffers) + len(ops), 0 if rep["num_bytes"] == 0 else
+                  inputs.get("num_handles", 1)))
+    for c in buffers:
+        a = c["args"]
+        pairs += [("group size", a["group_size"], inputs["num_ranks"]),
+                  ("num_nvl_bytes", a["num_nvl_bytes"], quantities["num_nvl_bytes"]),
+                  ("num_rdma_bytes", a["num_rdma_bytes"], quantities["num_rdma_bytes"]),
+                  ("low_latency_mode", a["low_latency_mode"], inputs["low_latency_mode"]),
+                  ("num_qps_per_rank", a["num_qps_per_rank"], quantities["num_qps_per_rank"])]
+    for c in calls:
+        if c["name"] == "Buffer.get_low_latency_rdma_size_hint":
+            a = c["args"]
+            pairs += [("LL tokens", a["num_max_dispatch_tokens_per_rank"], inputs["num_max_dispatch_tokens_per_rank"]),
+                      ("LL hidden", a["hidden"], inputs["hidden"]), ("LL ranks", a["num_ranks"], inputs["num_ranks"]),
+                      ("LL experts", a["num_experts"], inputs["num_experts"])]
+    for c in ops:
+        a = c["args"]
+        pairs += [("world_size", a["world_size"], inputs["num_ranks"]), ("hidden_dim", a["hidden_dim"], inputs["hidden"]),
+                  ("scale bytes", a["scale_dim"] * a["scale_type_size"], inputs["scale_dim"] * inputs["scale_type_size"]),
+                  ("max_token_type_size", a["max_token_type_size"], inputs["max_token_type_size"]),
+                  ("max_num_inp_token_per_rank", a["max_num_inp_token_per_rank"], inputs["num_max_tokens_per_rank"]),
+                  ("num_experts_per_rank", a["num_experts_per_rank"], inputs["num_experts_per_rank"]),
+                  ("num_experts_per_token", a["num_experts_per_token"], inputs["num_topk"]),
+                  ("kernel_type", a["kernel_type"], inputs["kernel_type"]),
+                  ("gpu_per_node", a["gpu_per_node"], inputs["gpu_per_node"]),
+                  ("num_qp_per_pe", a["num_qp_per_pe"], inputs["num_qp_per_pe"]),
+                  ("quant_type", a["quant_type"], inputs["quant_type"]),
+                  ("max_total_recv_tokens", a["max_total_recv_tokens"], inputs["max_total_recv_tokens"]),
+                  ("fp8 dispatch", "float8" in str(a["data_type"]), inputs["use_fp8_dispatch"])]
+    return pairs
+
+
+def test_sglang_corpus(tmp_path, capsys):
+    models = _models(tmp_path)
+    installed = _installed(CORPUS, models)
+    arguments, differ, failures, seen_exceptions = 0, 0, [], []
+    for line_id, device, words, env in CORPUS:
+        pairs = _pairs(installed[line_id], _epbuf(capsys, words, env, device, models))
+        arguments += len(pairs)
+        bad = [p for p in pairs if p[1] != p[2]]
+        differ += len(bad)
+        if bad and line_id in EXCEPTIONS:
+            seen_exceptions.append(line_id)
+        elif bad:
+            failures.append(f"{line_id}: " + "; ".join(f"{n}: SGLang {a!r}, epbuf {b!r}" for n, a, b in bad))
+        elif line_id in EXCEPTIONS:
+            failures.append(f"{line_id}: listed in EXCEPTIONS but agrees now; remove the entry")
+    results = ROOT / ".conformance" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "sglang.json").write_text(json.dumps({
+        "lines": len(CORPUS), "arguments": arguments, "differ": differ,
+        "exceptions": [{"line": k, "reason": EXCEPTIONS[k]} for k in seen_exceptions]}, indent=1) + "\n")
+    with capsys.disabled():
+        print(f"\nsglang: {len(CORPUS)} lines, {arguments} arguments compared, {differ} differ "
+              f"({len(seen_exceptions)} listed exceptions)")
+    assert not failures, "\n".join(failures)
