@@ -210,10 +210,11 @@ def parse_launch_line(tokens: list[str], engine: str) -> LaunchLine:
             ignored.append(token if value is None or eq else f"{token} {value}")
     if engine == "mindspeed" and program == "torchrun":
         argv += _mindspeed_data_parallel(argv, ignored)
-    if engine == "sglang":  # SGLang's own defaults where epbuf's differ (--moe-a2a-backend none)
+    if engine in ("sglang", "megatron"):  # the engine's own defaults where epbuf's differ (no EP buffer)
         from ..engines._sglang_launch import with_defaults
+        from ..engines.megatron import LAUNCH_DEFAULTS
 
-        argv = with_defaults(argv)
+        argv = with_defaults(argv, LAUNCH_DEFAULTS if engine == "megatron" else None)
     return LaunchLine(argv=tuple(argv), env=env, ignored=tuple(ignored), program=program)
 
 

@@ -173,11 +173,12 @@ def expand(tokens: list[str]) -> list[str]:
     return out
 
 
-def with_defaults(argv: list[str]) -> list[str]:
-    """``argv`` plus SGLang's own value of each :data:`LAUNCH_DEFAULTS` knob the launch line leaves unset."""
+def with_defaults(argv: list[str], defaults: dict | None = None) -> list[str]:
+    """``argv`` plus the engine's own value of each ``defaults`` knob (SGLang's :data:`LAUNCH_DEFAULTS`
+    unless given; Megatron passes its own) the launch line leaves unset."""
     given = {a.partition("=")[0] for a in argv}
     extra = []
-    for flag, value in LAUNCH_DEFAULTS.items():
+    for flag, value in (LAUNCH_DEFAULTS if defaults is None else defaults).items():
         if flag not in given:
             extra += [flag, value]
     return list(argv) + extra

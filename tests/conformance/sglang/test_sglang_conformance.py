@@ -10,14 +10,14 @@ line with its reason. Writes ``.conformance/results/sglang.json``.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from _cli_run import run_cli  # noqa: E402  (tests/ is on the path through tests/conftest.py)
+
+from epbuf.engines.installed.sglang import compare
 
 ROOT = Path(__file__).resolve().parents[3]
 LAUNCH = ["python", "-m", "sglang.launch_server"]
@@ -120,53 +120,12 @@ def _epbuf(capsys, words: str, env: dict, device: str, models: dict) -> dict:
     return json.loads(out)
 
 
-def _pairs(installed: dict, rep: dict) -> list[tuple[str, object, object]]:
-    """``(argument, engine's value, epbuf's value)`` for every captured argument."""
-    calls, report = installed["calls"], rep["report"]
-    inputs = report["inputs"]
-    quantities = report.get("quantities", {})
-    pairs = [("refused", bool(installed["resolved"].get("refused")),
-              any(f["code"] == "sglang.mori-refused" for f in report["findings"]))]
-    buffers = [c for c in calls if c["name"] == "Buffer"]
-    ops = [c for c in calls if c["name"] == "EpDispatchCombineOp"]
-    pairs.append(("EP buffers built", len(buffers) + len(ops), 0 if rep["num_bytes"] == 0 else
-                  inputs.get("num_handles", 1)))
-    for c in buffers:
-        a = c["args"]
-        pairs += [("group size", a["group_size"], inputs["num_ranks"]),
-                  ("num_nvl_bytes", a["num_nvl_bytes"], quantities["num_nvl_bytes"]),
-                  ("num_rdma_bytes", a["num_rdma_bytes"], quantities["num_rdma_bytes"]),
-                  ("low_latency_mode", a["low_latency_mode"], inputs["low_latency_mode"]),
-                  ("num_qps_per_rank", a["num_qps_per_rank"], quantities["num_qps_per_rank"])]
-    for c in calls:
-        if c["name"] == "Buffer.get_low_latency_rdma_size_hint":
-            a = c["args"]
-            pairs += [("LL tokens", a["num_max_dispatch_tokens_per_rank"], inputs["num_max_dispatch_tokens_per_rank"]),
-                      ("LL hidden", a["hidden"], inputs["hidden"]), ("LL ranks", a["num_ranks"], inputs["num_ranks"]),
-                      ("LL experts", a["num_experts"], inputs["num_experts"])]
-    for c in ops:
-        a = c["args"]
-        pairs += [("world_size", a["world_size"], inputs["num_ranks"]), ("hidden_dim", a["hidden_dim"], inputs["hidden"]),
-                  ("scale bytes", a["scale_dim"] * a["scale_type_size"], inputs["scale_dim"] * inputs["scale_type_size"]),
-                  ("max_token_type_size", a["max_token_type_size"], inputs["max_token_type_size"]),
-                  ("max_num_inp_token_per_rank", a["max_num_inp_token_per_rank"], inputs["num_max_tokens_per_rank"]),
-                  ("num_experts_per_rank", a["num_experts_per_rank"], inputs["num_experts_per_rank"]),
-                  ("num_experts_per_token", a["num_experts_per_token"], inputs["num_topk"]),
-                  ("kernel_type", a["kernel_type"], inputs["kernel_type"]),
-                  ("gpu_per_node", a["gpu_per_node"], inputs["gpu_per_node"]),
-                  ("num_qp_per_pe", a["num_qp_per_pe"], inputs["num_qp_per_pe"]),
-                  ("quant_type", a["quant_type"], inputs["quant_type"]),
-                  ("max_total_recv_tokens", a["max_total_recv_tokens"], inputs["max_total_recv_tokens"]),
-                  ("fp8 dispatch", "float8" in str(a["data_type"]), inputs["use_fp8_dispatch"])]
-    return pairs
-
-
 def test_sglang_corpus(tmp_path, capsys):
     models = _models(tmp_path)
     installed = _installed(CORPUS, models)
     arguments, differ, failures, seen_exceptions = 0, 0, [], []
     for line_id, device, words, env in CORPUS:
-        pairs = _pairs(installed[line_id], _epbuf(capsys, words, env, device, models))
+        pairs = compare(installed[line_id], _epbuf(capsys, words, env, device, models))
         arguments += len(pairs)
         bad = [p for p in pairs if p[1] != p[2]]
         differ += len(bad)
