@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from . import InstalledMismatch
 
-__all__ = ["resolve", "FLAGS"]
+__all__ = ["FLAGS", "compare", "resolve"]
 
 #: Megatron-LM flags -> (TransformerConfig field, type).
 FLAGS = {"--hidden-size": ("hidden_size", int), "--num-experts": ("num_moe_experts", int),
@@ -26,7 +26,7 @@ FLAGS = {"--hidden-size": ("hidden_size", int), "--num-experts": ("num_moe_exper
          "--moe-token-dispatcher-type": ("moe_token_dispatcher_type", str),
          "--moe-flex-dispatcher-backend": ("moe_flex_dispatcher_backend", str),
          "--moe-deepep-num-sms": ("moe_deepep_num_sms", int), "--moe-hybridep-num-sms": ("moe_hybridep_num_sms", int),
-         "--moe-enable-deepep": ("moe_enable_deepep", bool)}
+         "--moe-enable-deepep": ("moe_enable_deepep", bool), "--disable-bias-linear": ("add_bias_linear", "off")}
 
 
 def _config_kwargs(argv: list[str]) -> dict:
@@ -39,8 +39,8 @@ def _config_kwargs(argv: list[str]) -> dict:
         if flag not in FLAGS:
             continue
         field, kind = FLAGS[flag]
-        if kind is bool:
-            kwargs[field] = True
+        if kind in (bool, "off"):
+            kwargs[field] = kind is bool
             continue
         if not eq:
             value = argv[i]
@@ -58,12 +58,16 @@ def resolve(argv: list[str], env: dict) -> dict:
     Raises:
         InstalledMismatch: megatron-core's internals no longer fit the stand-ins.
     """
+    import warnings
+
     from ._sglang_standins import Recorder, install, uninstall
 
     rec = Recorder()
     finder = install(rec)
     try:
-        return _run(argv, rec)
+        with warnings.catch_warnings():  # the engine's own deprecation notes are not epbuf's findings
+            warnings.simplefilter("ignore")
+            return _run(argv, rec)
     except (AttributeError, ImportError, TypeError, KeyError) as error:
         raise InstalledMismatch(f"--from-installed: the installed megatron-core no longer fits epbuf's stand-ins "
                                 f"({type(error).__name__}: {error})") from None
@@ -80,7 +84,11 @@ def _run(argv: list[str], rec) -> dict:
 
     from ._sglang_standins import StandInGroup
 
-    config = TransformerConfig(**_config_kwargs(argv))
+    try:
+        config = TransformerConfig(**_config_kwargs(argv))
+    except (AssertionError, ValueError) as error:  # Megatron refuses the settings at start-up
+        return {"engine": "megatron", "engine_version": importlib.metadata.version("megatron-core"), "calls": [],
+                "resolved": {"refused": str(error).splitlines()[0] if str(error) else type(error).__name__}}
     size = config.expert_tensor_parallel_size * config.expert_model_parallel_size
     resolved = {"dispatcher": config.moe_token_dispatcher_type, "backend": config.moe_flex_dispatcher_backend,
                 "tp_ep_size": size, "num_sms": config.moe_deepep_num_sms}
@@ -96,3 +104,20 @@ def _run(argv: list[str], rec) -> dict:
     x = torch.empty(1, config.hidden_size, dtype=torch.bfloat16)
     fused_a2a.get_buffer(group, fused_a2a.get_hidden_bytes(x))
     return out
+
+
+def compare(installed: dict, rep: dict) -> list[tuple[str, object, object]]:
+    """``(argument, megatron-core's value, epbuf's value)`` for every argument captured by :func:`resolve`
+    (``installed``) against ``epbuf engine megatron --json`` (``rep``): how many DeepEP buffers were built
+    and each ``deep_ep.Buffer`` argument (group size, NVL and RDMA bytes, the ``num_sms`` set before it)."""
+    report = rep["report"]
+    inputs, quantities = report["inputs"], report.get("quantities", {})
+    buffers = [c for c in installed["calls"] if c["name"] == "Buffer"]
+    pairs = [("DeepEP buffers built", len(buffers), 0 if rep["num_bytes"] == 0 else 1)]
+    for c in buffers:
+        a = c["args"]
+        pairs += [("group size", a["group_size"], inputs["num_ranks"]),
+                  ("num_nvl_bytes", a["num_nvl_bytes"], quantities["num_nvl_bytes"]),
+                  ("num_rdma_bytes", a["num_rdma_bytes"], quantities["num_rdma_bytes"]),
+                  ("num_sms", a["num_sms"], inputs["num_sms"])]
+    return pairs

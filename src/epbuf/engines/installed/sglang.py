@@ -46,6 +46,8 @@ def resolve(argv: list[str], env: dict, device: str = "h100") -> dict:
     """
     import os
 
+    import warnings
+
     from ._sglang_standins import Recorder, install, patch_torch, uninstall
 
     rec = Recorder()
@@ -54,7 +56,9 @@ def resolve(argv: list[str], env: dict, device: str = "h100") -> dict:
     patch_torch(_device(device))
     finder = install(rec)
     try:
-        return _run(argv, rec)
+        with warnings.catch_warnings():  # the engine's own deprecation notes are not epbuf's findings
+            warnings.simplefilter("ignore")
+            return _run(argv, rec)
     except (AttributeError, ImportError, TypeError, KeyError) as error:
         raise InstalledMismatch(f"--from-installed: the installed SGLang no longer fits epbuf's stand-ins "
                                 f"({type(error).__name__}: {error})") from None
