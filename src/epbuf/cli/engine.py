@@ -115,6 +115,10 @@ def build_engine_parser(name: str) -> argparse.ArgumentParser:
     add_wide_option(o)
     o.add_argument("--strict", action="store_true",
                    help="exit with status 1 when the configuration breaks an upstream limit (an error finding)")
+    if name in ("sglang", "megatron"):
+        v.add_argument("--from-installed", dest="from_installed", action="store_true",
+                       help="also run the launch line through the installed engine's own code (up to its EP library "
+                            "call); differences from the recipe are findings")
     return p
 
 
@@ -200,6 +204,11 @@ def run(args: argparse.Namespace) -> int:
     opts, extras = parser.parse_known_args(argv)
     ignored = (launch.ignored if launch is not None else ()) + tuple(unknown_options(extras, parser))
     rep = report_from_args(name, opts, ranks_flag=_ranks_spelling(argv, parser), launch=launch, ignored=ignored)
+    if getattr(opts, "from_installed", False):
+        from ._engine_installed import with_installed
+
+        rep = with_installed(name, list(args.engine_args)[len(tokens) + 1:] if launch is not None else [], rep,
+                             opts.device)
     status = 1 if opts.strict and has_error_finding(rep.findings) else 0
     if opts.json:
         from ..engines._report import engine_report_to_dict

@@ -77,3 +77,18 @@ def test_megatron_corpus(capsys):
         print(f"\nmegatron: {len(CORPUS)} lines, {arguments} arguments compared, {differ} differ "
               f"({len(seen_exceptions)} listed exceptions)")
     assert not failures, "\n".join(failures)
+
+
+def test_from_installed(capsys):
+    """``--from-installed``: megatron-core 0.16.1 sizes DeepEP with --moe-deepep-num-sms only, so with
+    ``--moe-hybridep-num-sms 32`` the ``main`` recipe (which routes it to DeepEP) differs in num_sms and both
+    byte counts, and the 0.16.1 recipe agrees."""
+    line = [*LAUNCH, *DSV3.split(), "--expert-model-parallel-size", "16", "--moe-token-dispatcher-type", "flex",
+            "--moe-hybridep-num-sms", "32"]
+    code, out, _ = run_cli(capsys, "engine", "megatron", "--from-installed", "--json", "--", *line)
+    differs = {f["data"]["argument"] for f in json.loads(out)["report"]["findings"]
+               if f["code"] == "engine.installed-differs"}
+    assert differs == {"num_sms", "num_nvl_bytes", "num_rdma_bytes"}
+    code, out, _ = run_cli(capsys, "engine", "megatron", "--engine-version", "0.16.1", "--from-installed", "--json",
+                           "--", *line)
+    assert "engine.installed-agrees" in {f["code"] for f in json.loads(out)["report"]["findings"]}

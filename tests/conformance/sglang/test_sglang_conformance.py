@@ -144,3 +144,37 @@ def test_sglang_corpus(tmp_path, capsys):
         print(f"\nsglang: {len(CORPUS)} lines, {arguments} arguments compared, {differ} differ "
               f"({len(seen_exceptions)} listed exceptions)")
     assert not failures, "\n".join(failures)
+
+
+def test_launch_options_are_sglangs():
+    """epbuf's table of SGLang's options (for the abbreviations its parser takes) is the installed parser's."""
+    import argparse
+
+    from epbuf.engines import _sglang_launch
+    from epbuf.engines.installed import resolve as _resolve  # noqa: F401  (the stand-ins: SGLang imports on CPU)
+    from epbuf.engines.installed._sglang_standins import Device, Recorder, install, patch_torch
+
+    patch_torch(Device("NVIDIA H100", 80 * 2**30))
+    install(Recorder())
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    assert _sglang_launch.OPTIONS == {s[2:] for s in parser._option_string_actions if s.startswith("--")}
+
+
+def test_from_installed(tmp_path, capsys):
+    """``--from-installed`` runs this line through the installed SGLang: with the 0.5.23 recipe it agrees;
+    with ``main`` (param_bytes 1) it reports the NVL bytes that differ and names the matching release."""
+    models = _models(tmp_path)
+    line = [*LAUNCH, "--model-path", models["dsv3"], "--tp", "8", "--moe-a2a-backend", "deepep",
+            "--deepep-mode", "normal"]
+    code, out, _ = run_cli(capsys, "engine", "sglang", "--engine-version", "0.5.23", "--from-installed", "--json",
+                           "--", *line)
+    codes = {f["code"]: f for f in json.loads(out)["report"]["findings"]}
+    assert code == 0 and codes["engine.installed-agrees"]["data"]["engine_version"] == "0.5.23"
+    code, out, _ = run_cli(capsys, "engine", "sglang", "--from-installed", "--json", "--", *line)
+    findings = json.loads(out)["report"]["findings"]
+    differs = [f["data"] for f in findings if f["code"] == "engine.installed-differs"]
+    assert [d["argument"] for d in differs] == ["num_nvl_bytes"] and differs[0]["installed"] > differs[0]["recipe"]
+    assert any(f["code"] == "engine.installed-version" for f in findings)

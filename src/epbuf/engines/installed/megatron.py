@@ -58,10 +58,18 @@ def resolve(argv: list[str], env: dict) -> dict:
     Raises:
         InstalledMismatch: megatron-core's internals no longer fit the stand-ins.
     """
+    import importlib.util
     import warnings
 
+    from . import NotInstalled
     from ._sglang_standins import Recorder, install, uninstall
 
+    try:
+        found = importlib.util.find_spec("megatron.core") is not None
+    except ModuleNotFoundError:
+        found = False
+    if not found:
+        raise NotInstalled("megatron-core is not installed in this Python")
     rec = Recorder()
     finder = install(rec)
     try:
@@ -69,7 +77,7 @@ def resolve(argv: list[str], env: dict) -> dict:
             warnings.simplefilter("ignore")
             return _run(argv, rec)
     except (AttributeError, ImportError, TypeError, KeyError) as error:
-        raise InstalledMismatch(f"--from-installed: the installed megatron-core no longer fits epbuf's stand-ins "
+        raise InstalledMismatch(f"the installed megatron-core no longer fits epbuf's stand-ins "
                                 f"({type(error).__name__}: {error})") from None
     finally:
         uninstall(finder)

@@ -46,10 +46,18 @@ def resolve(argv: list[str], env: dict, device: str = "h100") -> dict:
     """
     import os
 
+    import importlib.util
     import warnings
 
+    from . import NotInstalled
     from ._sglang_standins import Recorder, install, patch_torch, uninstall
 
+    try:
+        found = importlib.util.find_spec("sglang") is not None
+    except ModuleNotFoundError:
+        found = False
+    if not found:
+        raise NotInstalled("SGLang is not installed in this Python")
     rec = Recorder()
     saved = dict(os.environ)
     os.environ.update(env)
@@ -60,7 +68,7 @@ def resolve(argv: list[str], env: dict, device: str = "h100") -> dict:
             warnings.simplefilter("ignore")
             return _run(argv, rec)
     except (AttributeError, ImportError, TypeError, KeyError) as error:
-        raise InstalledMismatch(f"--from-installed: the installed SGLang no longer fits epbuf's stand-ins "
+        raise InstalledMismatch(f"the installed SGLang no longer fits epbuf's stand-ins "
                                 f"({type(error).__name__}: {error})") from None
     finally:
         uninstall(finder)
