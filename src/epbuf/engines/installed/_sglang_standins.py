@@ -138,7 +138,13 @@ def _deep_ep(rec: Recorder):
         def clean_low_latency_buffer(self, *args):
             pass
 
-    mod.Buffer, mod.Config = Buffer, Config
+    class ElasticBuffer:
+        num_bytes = 0  # read by SGLang's log line only
+
+        def __init__(self, group=None, **kwargs):
+            rec.record("deep_ep", "ElasticBuffer", {"group_size": group.size() if group is not None else None, **kwargs})
+
+    mod.Buffer, mod.Config, mod.ElasticBuffer = Buffer, Config, ElasticBuffer
     utils = types.ModuleType("deep_ep.utils")
     utils.EventHandle = utils.EventOverlap = type("Event", (), {})
     mod.utils = utils

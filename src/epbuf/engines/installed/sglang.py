@@ -153,6 +153,14 @@ def _build(rec, resolved: dict, hf) -> None:
         moriep.QuantType = type("QuantType", (), {"per_1x128": 0, "per_1x32": 1})
     config = MoeRunnerConfig(num_experts=num_experts, num_local_experts=num_experts // ep, hidden_size=hf.hidden_size,
                              top_k=hf.num_experts_per_tok, params_dtype=torch.bfloat16)
+    if resolved["moe_a2a_backend"] == "deepep_v2":  # the dispatch dtype follows the quant method's class
+        from sglang.srt.layers.quantization.fp8 import Fp8MoEMethod
+        from sglang.srt.layers.quantization.unquant import UnquantizedFusedMoEMethod
+
+        method = object.__new__(Fp8MoEMethod if resolved["quantization"] == "fp8" else UnquantizedFusedMoEMethod)
+        method.use_mxfp8 = False
+        moe_layer.create_moe_dispatcher(config, quant_method=method)._impl._get_buffer()
+        return
     dispatcher = moe_layer.create_moe_dispatcher(config, quant_method=None)
     weight = torch.float8_e4m3fn if resolved["quantization"] == "fp8" else torch.bfloat16
     for inner in dispatcher._inners:
