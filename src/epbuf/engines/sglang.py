@@ -122,7 +122,7 @@ KNOBS = (
          source=f"{REPO} {ENVIRON}", help="V2 SMs per call"),
     Knob(name="NVSHMEM_QP_DEPTH", kind="int", lo=1, default=_deepep.DEFAULT_QP_DEPTH,
          source=_deepep.QP_DEPTH_SOURCE, help="DeepEP low-latency: must be >= (T + 1) x 2"),
-) + _sglang_mori.KNOBS + _uccl.KNOBS
+) + _sglang_mori.KNOBS + _sglang_v2.KNOBS + _uccl.KNOBS
 
 
 def _ep_size(ctx: EngineContext) -> tuple[int, Setting, list[Finding]]:
@@ -232,7 +232,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
         rep, recs = _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, settings, findings)
     elif backend == "deepep_v2":
         rep, recs = _sglang_v2.deepep_v2(ctx, num_ranks, per_node, redundant + shared_slots, settings, findings,
-                                         fp8=_dispatch_dtype(ctx) == "fp8")
+                                         fp8=_sglang_v2.use_fp8(ctx, _dispatch_dtype(ctx)))
     elif backend == "mori":
         rep, recs = _sglang_mori.mori(ctx, num_ranks, per_node, num_nodes, num_experts, redundant + shared_slots, settings,
                                       findings)

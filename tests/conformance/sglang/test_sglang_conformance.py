@@ -21,6 +21,7 @@ from epbuf.engines.installed.sglang import compare
 
 ROOT = Path(__file__).resolve().parents[3]
 LAUNCH = ["python", "-m", "sglang.launch_server"]
+V2_TOKENS = "SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK"
 
 #: (id, device, launch words after the program with {dsv3} / {dsv3_bf16} / {qwen3} / {qwen3_fp8} for the
 #: model folders, environment)
@@ -46,6 +47,24 @@ CORPUS = [
     ("deepep-int8", "h100", "--model-path {dsv3_bf16} --tp 16 --moe-a2a-backend deepep --quantization w8a8_int8", {}),
     ("deepep-abbrev", "h100", "--model-path {dsv3} --tp 16 --moe-a2a deepep --deepep-mo normal", {}),
     ("none-default", "h100", "--model-path {dsv3} --tp 16", {}),
+    ("v2-default-refused", "h100", "--model-path {dsv3} --tp 8 --moe-a2a-backend deepep_v2", {}),
+    ("v2-t1024", "h100", "--model-path {dsv3} --tp 8 --moe-a2a-backend deepep_v2", {V2_TOKENS: "1024"}),
+    ("v2-bf16-hybrid", "h100", "--model-path {dsv3_bf16} --tp 16 --moe-a2a-backend deepep_v2 --deepep-v2-mode hybrid",
+     {V2_TOKENS: "512"}),
+    ("v2-decode-graph-refused", "h100", "--model-path {dsv3} --tp 8 --moe-a2a-backend deepep_v2 "
+     "--chunked-prefill-size 2048", {V2_TOKENS: "256"}),
+    ("v2-no-cuda-graph", "h100", "--model-path {dsv3} --tp 8 --moe-a2a-backend deepep_v2 --chunked-prefill-size 2048 "
+     "--disable-cuda-graph", {V2_TOKENS: "256"}),
+    ("v2-dp-attention", "h100", "--model-path {dsv3} --tp 16 --dp 16 --enable-dp-attention --moe-a2a-backend deepep_v2 "
+     "--chunked-prefill-size 1024", {V2_TOKENS: "1024"}),
+    ("v2-qwen3-fp8-per-tensor", "h100", "--model-path {qwen3_fp8} --tp 8 --moe-a2a-backend deepep_v2",
+     {V2_TOKENS: "1024"}),
+    ("v2-online-fp8", "h100", "--model-path {dsv3_bf16} --tp 8 --moe-a2a-backend deepep_v2 --quantization fp8",
+     {V2_TOKENS: "1024"}),
+    ("v2-int8", "h100", "--model-path {dsv3_bf16} --tp 8 --moe-a2a-backend deepep_v2 --quantization w8a8_int8",
+     {V2_TOKENS: "1024"}),
+    ("v2-dtype-contradicts", "h100", "--model-path {dsv3} --tp 8 --moe-a2a-backend deepep_v2 "
+     "--deepep-dispatcher-output-dtype bf16", {V2_TOKENS: "1024"}),
     ("mori-auto-mi300x-refused", "mi300x", "--model-path {dsv3} --tp 8 --moe-a2a-backend mori", {}),
     ("mori-auto-tp8", "mi300x", "--model-path {dsv3} --tp 8 --moe-a2a-backend mori --chunked-prefill-size 4096", {}),
     ("mori-auto-tbo", "mi300x", "--model-path {dsv3} --tp 8 --moe-a2a-backend mori --chunked-prefill-size 4096 "
@@ -74,6 +93,8 @@ EXCEPTIONS = {
     "mori-qwen3-fp8-per-tensor": "epbuf's model reader marks block-FP8 (128 x 128) checkpoints only; a per-tensor "
                                  "FP8 checkpoint (quant_method fp8, no weight_block_size) loads through SGLang's "
                                  "Fp8MoEMethod and dispatches FP8: pass --moe-weight-dtype fp8 to epbuf",
+    "v2-qwen3-fp8-per-tensor": "the same reader: SGLang refuses DeepEP V2 for per-tensor FP8 experts "
+                               "(_validate_deepep_v2_quant_method), epbuf sizes BF16 experts",
 }
 
 

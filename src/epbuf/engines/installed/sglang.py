@@ -109,8 +109,32 @@ def _run(argv: list[str], rec) -> dict:
     hf = model_config.hf_config
     publish(server_args, role="test")
     initialize_moe_config()
-    _build(rec, resolved, hf)
+    try:
+        _build(rec, resolved, hf)
+    except (AssertionError, ValueError) as error:  # refused while the MoE layer is built
+        resolved["refused"] = str(error).splitlines()[0] if str(error) else type(error).__name__
     return out
+
+
+def _quant_method(quantization, hf):
+    """A stand-in of the MoE quant method SGLang selects (its class is what the DeepEP V2 path reads):
+    ``UnquantizedFusedMoEMethod`` without quantization, ``Fp8MoEMethod`` with the checkpoint's block size
+    and activation scheme for ``fp8``, and for any other method an object of another class."""
+    import types
+
+    from sglang.srt.layers.quantization.fp8 import Fp8MoEMethod
+    from sglang.srt.layers.quantization.unquant import UnquantizedFusedMoEMethod
+
+    if quantization is None:
+        return object.__new__(UnquantizedFusedMoEMethod)
+    if quantization != "fp8":
+        return type(f"{quantization}MoEMethod", (), {})()
+    qc = getattr(hf, "quantization_config", None) or {}
+    method = object.__new__(Fp8MoEMethod)
+    method.use_mxfp8, method.is_fp4_expert = False, False
+    method.weight_block_size = qc.get("weight_block_size")
+    method.quant_config = types.SimpleNamespace(activation_scheme=qc.get("activation_scheme", "dynamic"))
+    return method
 
 
 def _reset() -> None:
@@ -153,12 +177,9 @@ def _build(rec, resolved: dict, hf) -> None:
         moriep.QuantType = type("QuantType", (), {"per_1x128": 0, "per_1x32": 1})
     config = MoeRunnerConfig(num_experts=num_experts, num_local_experts=num_experts // ep, hidden_size=hf.hidden_size,
                              top_k=hf.num_experts_per_tok, params_dtype=torch.bfloat16)
-    if resolved["moe_a2a_backend"] == "deepep_v2":  # the dispatch dtype follows the quant method's class
-        from sglang.srt.layers.quantization.fp8 import Fp8MoEMethod
-        from sglang.srt.layers.quantization.unquant import UnquantizedFusedMoEMethod
-
-        method = object.__new__(Fp8MoEMethod if resolved["quantization"] == "fp8" else UnquantizedFusedMoEMethod)
-        method.use_mxfp8 = False
+    if resolved["moe_a2a_backend"] == "deepep_v2":  # the dispatch dtype and the checks follow the quant method
+        method = _quant_method(resolved["quantization"], hf)
+        moe_layer._validate_deepep_v2_quant_method(method)  # FusedMoE.__init__ (layer.py:528)
         moe_layer.create_moe_dispatcher(config, quant_method=method)._impl._get_buffer()
         return
     dispatcher = moe_layer.create_moe_dispatcher(config, quant_method=None)
@@ -179,16 +200,24 @@ def compare(installed: dict, rep: dict) -> list[tuple[str, object, object]]:
     """``(argument, SGLang's value, epbuf's value)`` for every argument captured by :func:`resolve`
     (``installed``) against ``epbuf engine sglang --json`` (``rep``): whether SGLang refused the line,
     how many EP buffers / MoRI handles it built, and each ``deep_ep.Buffer`` / low-latency hint /
-    ``EpDispatchCombineConfig`` argument."""
+    ``ElasticBuffer`` / ``EpDispatchCombineConfig`` argument."""
     calls, report = installed["calls"], rep["report"]
     inputs = report["inputs"]
     quantities = report.get("quantities", {})
     pairs = [("refused", bool(installed["resolved"].get("refused")),
-              any(f["code"] == "sglang.mori-refused" for f in report["findings"]))]
+              any(f["code"] in ("sglang.mori-refused", "sglang.deepep-v2-refused") for f in report["findings"]))]
     buffers = [c for c in calls if c["name"] == "Buffer"]
     ops = [c for c in calls if c["name"] == "EpDispatchCombineOp"]
-    pairs.append(("EP buffers built", len(buffers) + len(ops), 0 if rep["num_bytes"] == 0 else
+    elastic = [c for c in calls if c["name"] == "ElasticBuffer"]
+    pairs.append(("EP buffers built", len(buffers) + len(ops) + len(elastic), 0 if rep["num_bytes"] == 0 else
                   inputs.get("num_handles", 1)))
+    for c in elastic:
+        a = c["args"]
+        pairs += [("group size", a["group_size"], inputs["num_ranks"]),
+                  ("num_max_tokens_per_rank", a["num_max_tokens_per_rank"], inputs["num_max_tokens_per_rank"]),
+                  ("hidden", a["hidden"], inputs["hidden"]), ("num_topk", a["num_topk"], inputs["num_topk"]),
+                  ("use_fp8_dispatch", a["use_fp8_dispatch"], inputs["use_fp8_dispatch"]),
+                  ("allow_hybrid_mode", a["allow_hybrid_mode"], inputs["allow_hybrid_mode"])]
     for c in buffers:
         a = c["args"]
         pairs += [("group size", a["group_size"], inputs["num_ranks"]),
