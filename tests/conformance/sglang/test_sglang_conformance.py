@@ -22,6 +22,11 @@ from epbuf.engines.installed.sglang import compare
 ROOT = Path(__file__).resolve().parents[3]
 LAUNCH = ["python", "-m", "sglang.launch_server"]
 V2_TOKENS = "SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK"
+#: UCCL's SGLang scripts' DeepEP config (``ep/bench/sglang/common_deepep_config.sh``), as one word.
+DEEPEP_CONFIG = json.dumps({k: {"num_sms": 24, "num_max_nvl_chunked_send_tokens": 16,
+                                "num_max_nvl_chunked_recv_tokens": 512, "num_max_rdma_chunked_send_tokens": 16,
+                                "num_max_rdma_chunked_recv_tokens": 512} for k in ("normal_dispatch", "normal_combine")},
+                           separators=(",", ":"))
 
 #: (id, device, launch words after the program with {dsv3} / {dsv3_bf16} / {qwen3} / {qwen3_fp8} for the
 #: model folders, environment)
@@ -47,6 +52,11 @@ CORPUS = [
     ("deepep-int8", "h100", "--model-path {dsv3_bf16} --tp 16 --moe-a2a-backend deepep --quantization w8a8_int8", {}),
     ("deepep-abbrev", "h100", "--model-path {dsv3} --tp 16 --moe-a2a deepep --deepep-mo normal", {}),
     ("none-default", "h100", "--model-path {dsv3} --tp 16", {}),
+    ("deepep-ep-size-overridden", "h100", "--model-path {dsv3} --tp 16 --ep-size 8 --moe-a2a-backend deepep", {}),
+    ("deepep-equals-tp", "h100", "--model-path={dsv3} --tp-size=32 --moe-a2a-backend=deepep --deepep-mode=low_latency", {}),
+    ("deepep-config-json", "h100", "--model-path {dsv3} --tp 16 --moe-a2a-backend deepep --deepep-mode normal "
+     "--deepep-config {deepep_config}", {}),
+    ("deepep-online-fp8", "h100", "--model-path {dsv3_bf16} --tp 8 --moe-a2a-backend deepep --quantization fp8", {}),
     ("v2-default-refused", "h100", "--model-path {dsv3} --tp 8 --moe-a2a-backend deepep_v2", {}),
     ("v2-t1024", "h100", "--model-path {dsv3} --tp 8 --moe-a2a-backend deepep_v2", {V2_TOKENS: "1024"}),
     ("v2-bf16-hybrid", "h100", "--model-path {dsv3_bf16} --tp 16 --moe-a2a-backend deepep_v2 --deepep-v2-mode hybrid",
@@ -82,6 +92,10 @@ CORPUS = [
      {"SGLANG_MORI_DISPATCH_DTYPE": "bf16"}),
     ("mori-env-combine-fp8", "mi300x", "--model-path {dsv3} --tp 8 --moe-a2a-backend mori --chunked-prefill-size 4096",
      {"SGLANG_MORI_COMBINE_DTYPE": "fp8"}),
+    ("mori-sdma", "mi300x", "--model-path {dsv3} --tp 8 --moe-a2a-backend mori --chunked-prefill-size 4096",
+     {"MORI_ENABLE_SDMA": "1"}),
+    ("mori-recv-cap", "mi300x", "--model-path {dsv3} --tp 16 --moe-a2a-backend mori --deepep-mode normal "
+     "--chunked-prefill-size 4096", {"SGLANG_MORI_PREALLOC_MAX_RECV_TOKENS": "8192"}),
     ("mori-decode-skips-check", "mi300x", "--model-path {dsv3} --tp 8 --moe-a2a-backend mori "
      "--disaggregation-mode decode", {}),
     ("mori-qwen3-fp8-per-tensor", "mi300x", "--model-path {qwen3_fp8} --tp 8 --moe-a2a-backend mori "
@@ -104,7 +118,7 @@ def _models(folder: Path) -> dict:
 
     block = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}
     per_tensor = {"quant_method": "fp8", "activation_scheme": "dynamic"}
-    out = {}
+    out = {"deepep_config": DEEPEP_CONFIG}
     for name, cls, arch, quant in (("dsv3", DeepseekV3Config, "DeepseekV3ForCausalLM", block),
                                    ("dsv3_bf16", DeepseekV3Config, "DeepseekV3ForCausalLM", None),
                                    ("qwen3", Qwen3MoeConfig, "Qwen3MoeForCausalLM", None),

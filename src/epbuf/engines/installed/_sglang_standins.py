@@ -247,4 +247,5 @@ def patch_torch(device: Device) -> None:
     torch.cuda.get_device_properties = lambda *a, **k: props
     torch.cuda.mem_get_info = lambda *a, **k: (device.num_bytes, device.num_bytes)
     torch._C._distributed_c10d._register_process_group = lambda name, group: None  # MoRI's shmem group
+    torch.distributed.get_rank = lambda *a, **k: 0  # rank 0 of every group (DeepEPConfig logs on rank 0)
     torch.cuda.Stream = type("Stream", (), {"__init__": lambda self, *a, **k: None, "wait_stream": lambda self, *a: None})
