@@ -218,9 +218,9 @@ def test_sglang_mori_refusals_and_notes():
     rep = sglang_mori(32, **{"--tp-size": 32, "--deepep-mode": "normal"})
     one = mori_ep.report(Plan(hidden=7168, num_topk=8, num_experts=256, num_ranks=32, num_ranks_per_node=8,
                               num_max_tokens_per_rank=4096, kernel_type="InterNodeV1", num_scale_bytes=224))
-    handle = rep.report.buffers[0].regions[1]
-    assert handle.name.startswith("handle 0") and rep.report.inputs["num_qp_per_pe"] == 2
-    assert handle.num_bytes == one.quantity("symmetric_usage_num_bytes") - 1024 + 512
+    (qp,) = [r for r in rep.report.buffers[0].regions if r.name.startswith("num_qp_per_pe 2")]
+    assert qp.num_bytes == 512 and rep.report.inputs["num_qp_per_pe"] == 2
+    assert rep.report.buffers[0].num_bytes_needed == one.quantity("symmetric_usage_num_bytes") + 512
 
 
 def test_sglang_mori_budget_sizes_the_heap():

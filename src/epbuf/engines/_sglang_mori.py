@@ -308,23 +308,28 @@ def _qp_delta(mori_ep, plan) -> int:
 
 def _handles(mori_ep, plan, rep, handles: int, qp_delta: int):
     """The report of ``handles`` MoRI handles with ``num_qp_per_pe = 2`` from the backend's report of one
-    with 1: each handle's symmetric buffers (its carved regions plus ``qp_delta``) and local buffers;
-    the shmem sync buffer, the static heap or the CCO arena once (allocated whole: what the handles
-    leave free is reserved too; a heap they overflow is an error)."""
+    with 1: the first handle's regions as the backend gives them plus ``qp_delta`` (the larger signal
+    buffers), each further handle as one region of the same bytes (symmetric and local); the shmem sync
+    buffer, the static heap or the CCO arena once (allocated whole: what the handles leave free is
+    reserved too; a heap they overflow is an error)."""
     from ..report import Buffer, Region
 
     settings = mori_ep.shmem_settings(plan)
     sym, local = rep.buffers
     shared = [r for r in sym.regions if r.name.startswith("shmem internal sync")]
     free = [r for r in sym.regions if r.num_bytes_used == 0 and r not in shared]
-    own = sum(r.num_bytes for r in sym.regions if r not in shared and r not in free) + qp_delta
+    carved = [r for r in sym.regions if r not in shared and r not in free]
+    own = sum(r.num_bytes for r in carved) + qp_delta
     capacity = settings.heap_num_bytes if settings.comm == "shmem" and settings.shmem_mode == "static_heap" else (
         rep.quantity("cco_arena_num_bytes") if settings.comm == "cco" else 0)
-    regions = list(shared)
-    for i in range(handles):
+    regions = shared + carved
+    if qp_delta:
+        regions.append(Region(name="num_qp_per_pe 2: larger recvTokenNum / sendTokenNum signal buffers",
+                              num_bytes=qp_delta, num_bytes_used=qp_delta,
+                              formula=f"+{format_int(qp_delta)} B over num_qp_per_pe 1 (heap units)", source=TD))
+    for i in range(1, handles):
         regions.append(Region(name=f"handle {i} (instance_id {i}) symmetric buffers", num_bytes=own, num_bytes_used=own,
-                              formula=f"the handle's {len(sym.regions) - len(shared) - len(free)} carved buffers with "
-                                      f"num_qp_per_pe 2 (+{format_int(qp_delta)} B over 1)", source=TD))
+                              formula="the same buffers as handle 0 (init_mori_op per instance_id)", source=TBO))
     used = sum(r.num_bytes for r in regions)
     findings = []
     if capacity:
@@ -335,9 +340,10 @@ def _handles(mori_ep, plan, rep, handles: int, qp_delta: int):
                                     message=f"{handles} MoRI handle(s) need {format_int(used)} B of symmetric memory, more "
                                             f"than the {format_int(capacity)} B heap/arena; raise MORI_SHMEM_HEAP_SIZE",
                                     data={"usage": used, "capacity": capacity}))
+    local_regions = list(local.regions) + [
+        Region(name=f"handle {i} (instance_id {i}) local buffers", num_bytes=local.num_bytes,
+               num_bytes_used=local.num_bytes, formula="the same local (hipMalloc) buffers as handle 0", source=TBO)
+        for i in range(1, handles)]
     new_sym = Buffer.combine(sym.name, regions, "sum", 1, source=sym.source)
-    new_local = Buffer.combine(local.name, [Region(name=f"handle {i} (instance_id {i}) local buffers",
-                                                   num_bytes=local.num_bytes, num_bytes_used=local.num_bytes,
-                                                   formula="the handle's local (hipMalloc) buffers", source=local.source)
-                                            for i in range(handles)], "sum", 1, source=local.source)
+    new_local = Buffer.combine(local.name, local_regions, "sum", 1, source=local.source)
     return rep.replace(buffers=(new_sym, new_local), findings=rep.findings + tuple(findings))
