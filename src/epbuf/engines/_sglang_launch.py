@@ -10,7 +10,7 @@ default serves the flag-by-flag use).
 
 from __future__ import annotations
 
-__all__ = ["OPTIONS", "expand", "with_defaults"]
+__all__ = ["KNOBS", "OPTIONS", "expand", "fused_shared_experts", "with_defaults"]
 
 RELEASE = "0.5.23"
 OPTIONS = frozenset("""
@@ -143,6 +143,28 @@ use-ray uvicorn-access-log-exclude-prefixes warmups watchdog-timeout watermark-c
 weight-cache-socket weight-cache-timeout weight-loader-disable-mmap weight-loader-drop-cache-after-load
 weight-loader-prefetch-checkpoints weight-loader-prefetch-num-threads weight-version
 """.split())
+def _knobs():
+    from ._knobs import Knob
+
+    return (Knob(name="--enforce-shared-experts-fusion", kind="flag", default=False,
+                 source="sgl-project/sglang python/sglang/srt/models/deepseek_v2.py shared_experts_fusion_disable_reason",
+                 help="fuse the model's shared experts into the routed ones also with DeepEP-class backends "
+                      "(off by default there); epbuf then counts them as --fused-shared-experts"),)
+
+
+KNOBS = _knobs()
+
+
+def fused_shared_experts(ctx) -> int:
+    """``--fused-shared-experts``, else the model's shared experts with ``--enforce-shared-experts-fusion``
+    (SGLang 0.5.23 ``resolve_shared_experts_config``: the enforce flag lifts the DeepEP gate and the model's
+    ``num_fusable_shared_experts`` is its ``n_shared_experts``), else 0 (the DeepEP default)."""
+    given = ctx.value("--fused-shared-experts")
+    if given or not ctx.value("--enforce-shared-experts-fusion"):
+        return given
+    return ctx.num_shared_experts
+
+
 #: SGLang's own defaults for knobs whose epbuf default differs (``server_args.py``: ``moe_a2a_backend = "none"``).
 LAUNCH_DEFAULTS = {"--moe-a2a-backend": "none"}
 

@@ -56,7 +56,7 @@ from __future__ import annotations
 from ..errors import InvalidArgumentError
 from ..report import Finding, LimitCheck, Quantity, Region, Report
 from ..units import format_bytes, format_int
-from . import _deepep, _sglang_mori, _sglang_v2, _uccl, _uccl_sglang
+from . import _deepep, _sglang_launch, _sglang_mori, _sglang_v2, _uccl, _uccl_sglang
 from ._common import EngineContext, budget_findings, limit, limit_findings, max_buffer, topology
 from ._knobs import EngineProblem, Knob, Setting
 from ._report import EngineReport
@@ -122,7 +122,7 @@ KNOBS = (
          source=f"{REPO} {ENVIRON}", help="V2 SMs per call"),
     Knob(name="NVSHMEM_QP_DEPTH", kind="int", lo=1, default=_deepep.DEFAULT_QP_DEPTH,
          source=_deepep.QP_DEPTH_SOURCE, help="DeepEP low-latency: must be >= (T + 1) x 2"),
-) + _sglang_mori.KNOBS + _sglang_v2.KNOBS + _uccl.KNOBS
+) + _sglang_mori.KNOBS + _sglang_v2.KNOBS + _sglang_launch.KNOBS + _uccl.KNOBS
 
 
 def _ep_size(ctx: EngineContext) -> tuple[int, Setting, list[Finding]]:
@@ -207,7 +207,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
     num_ranks, ep_setting, findings = _ep_size(ctx)
     per_node, num_nodes = topology(ctx, num_ranks)
     redundant = ctx.value("--ep-num-redundant-experts")
-    fused = ctx.value("--fused-shared-experts")
+    fused = _sglang_launch.fused_shared_experts(ctx)
     shared_slots = fused * num_ranks  # FUSED_MOE: num_shared_slots = num_fused_shared_experts x moe_ep_size
     num_experts = ctx.num_experts + shared_slots + redundant
     settings = [*ctx.base_settings, ep_setting,

@@ -56,6 +56,7 @@ CORPUS = [
     ("deepep-equals-tp", "h100", "--model-path={dsv3} --tp-size=32 --moe-a2a-backend=deepep --deepep-mode=low_latency", {}),
     ("deepep-config-json", "h100", "--model-path {dsv3} --tp 16 --moe-a2a-backend deepep --deepep-mode normal "
      "--deepep-config {deepep_config}", {}),
+    ("deepep-enforce-fusion", "h100", "--model-path {dsv3} --tp 16 --moe-a2a-backend deepep --enforce-shared-experts-fusion", {}),
     ("deepep-online-fp8", "h100", "--model-path {dsv3_bf16} --tp 8 --moe-a2a-backend deepep --quantization fp8", {}),
     ("v2-default-refused", "h100", "--model-path {dsv3} --tp 8 --moe-a2a-backend deepep_v2", {}),
     ("v2-t1024", "h100", "--model-path {dsv3} --tp 8 --moe-a2a-backend deepep_v2", {V2_TOKENS: "1024"}),

@@ -110,10 +110,23 @@ def _run(argv: list[str], rec) -> dict:
     publish(server_args, role="test")
     initialize_moe_config()
     try:
+        resolved["num_fused_shared_experts"] = _fused_shared_experts(model_config, resolved["ep_size"])
         _build(rec, resolved, hf)
     except (AssertionError, ValueError) as error:  # refused while the MoE layer is built
         resolved["refused"] = str(error).splitlines()[0] if str(error) else type(error).__name__
     return out
+
+
+def _fused_shared_experts(model_config, ep: int) -> int:
+    """``resolve_shared_experts_config`` for the model's class (``S/layers/moe/utils.py:601-623``; the
+    gate reads no quant config here: the corpus' checkpoints are BF16 or block FP8)."""
+    from sglang.srt.layers.moe.utils import resolve_shared_experts_config
+    from sglang.srt.models.registry import ModelRegistry
+    from sglang.srt.runtime_context import get_parallel
+
+    get_parallel().override_permanently(moe_ep_size=ep, moe_ep_rank=0)
+    model_cls, _ = ModelRegistry.resolve_model_cls(model_config.hf_config.architectures)
+    return resolve_shared_experts_config(model_cls, model_config.hf_config, None).num_fused_shared_experts
 
 
 def _quant_method(quantization, hf):
@@ -146,6 +159,7 @@ def _reset() -> None:
     get_parallel().clear_stamp()
     try:
         get_resources().buffers.pop("deepep_ep_state", None)
+        get_resources().buffers.pop("deepep_v2_ep_state", None)
     except (ValueError, RuntimeError):  # nothing published yet
         pass
     deepep.DeepEPConfig._instance = None
@@ -161,12 +175,16 @@ def _build(rec, resolved: dict, hf) -> None:
 
     from ._sglang_standins import StandInGroup
 
+    from sglang.srt.layers.moe.utils import has_per_rank_fused_shared_slots
+
     ep = resolved["ep_size"]
     routed = getattr(hf, "n_routed_experts", None) or getattr(hf, "num_experts", None)
-    num_experts = routed + (resolved["ep_num_redundant_experts"] or 0)
+    fused = resolved["num_fused_shared_experts"]
+    # DeepseekV2MoE.__init__ (S/models/deepseek_v2.py:690-756): per-rank shared slots with DeepEP-class backends
+    shared_slots = ep if has_per_rank_fused_shared_slots(fused) else fused
+    num_experts = routed + shared_slots + (resolved["ep_num_redundant_experts"] or 0)
+    top_k = hf.num_experts_per_tok + (1 if has_per_rank_fused_shared_slots(fused) else fused)
     group = StandInGroup(resolved["tp_size"])
-    parallel = get_parallel()
-    parallel.override_permanently(moe_ep_size=ep, moe_ep_rank=0)
     moe_layer.get_parallel = lambda: type("P", (), {"tp_group": group, "moe_ep_group": group, "moe_ep_size": ep,
                                                     "moe_ep_rank": 0})()
     import sglang.srt.layers.moe.token_dispatcher.moriep as moriep
@@ -176,7 +194,7 @@ def _build(rec, resolved: dict, hf) -> None:
         moriep.get_hip_quant = lambda *args: None
         moriep.QuantType = type("QuantType", (), {"per_1x128": 0, "per_1x32": 1})
     config = MoeRunnerConfig(num_experts=num_experts, num_local_experts=num_experts // ep, hidden_size=hf.hidden_size,
-                             top_k=hf.num_experts_per_tok, params_dtype=torch.bfloat16)
+                             top_k=top_k, params_dtype=torch.bfloat16)
     if resolved["moe_a2a_backend"] == "deepep_v2":  # the dispatch dtype and the checks follow the quant method
         method = _quant_method(resolved["quantization"], hf)
         moe_layer._validate_deepep_v2_quant_method(method)  # FusedMoE.__init__ (layer.py:528)
