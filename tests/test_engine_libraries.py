@@ -164,10 +164,13 @@ def sglang_mori(ranks: int = 8, env=None, **flags):
     return report("sglang", **DSV3, num_ranks=ranks, env=env, flags={"--moe-a2a-backend": "mori", **flags})
 
 
-def test_sglang_mori_auto_is_async_ll():
-    """§8.4 ex. 1: ``--deepep-mode auto`` enables low latency, so ``init_mori_op`` picks AsyncLL, whose
-    send-side buffers are sized for the worst case: 1,990,626,048 B of the heap at T = 4096."""
-    rep = sglang_mori(**{"--moe-weight-dtype": "fp8"})
+def test_sglang_mori_low_latency_is_async_ll():
+    """§8.4 ex. 1: ``--deepep-mode low_latency`` makes ``init_mori_op`` pick AsyncLL, whose send-side
+    buffers are sized for the worst case: 1,990,626,048 B of the heap at T = 4096 (on 8 ranks
+    ``num_qp_per_pe = 2`` adds nothing: the two signal buffers stay within their 256-byte units).
+    ``auto`` resolves to normal for MoRI (0.5.23 ``arg_groups/moe_hook.py:545``): IntraNode."""
+    assert sglang_mori(**{"--moe-weight-dtype": "fp8"}).report.inputs["kernel_type"] == "IntraNode"
+    rep = sglang_mori(**{"--moe-weight-dtype": "fp8", "--deepep-mode": "low_latency"})
     assert rep.report.inputs["kernel_type"] == "AsyncLL"
     assert rep.report.buffer("MORI-shmem static heap (symmetric buffers)").num_bytes_needed == 1_990_626_048
     lim = rep.recommendation("SGLANG_MORI_NUM_MAX_DISPATCH_TOKENS_PER_RANK", "limit").value
@@ -213,7 +216,7 @@ def test_sglang_mori_dtypes(weights, env, scale_bytes, quant):
 
 
 def test_sglang_mori_refusals_and_notes():
-    rep = sglang_mori(env={"SGLANG_MORI_COMBINE_DTYPE": "fp4"})  # AsyncLL has no FP4 blockwise combine
+    rep = sglang_mori(env={"SGLANG_MORI_COMBINE_DTYPE": "fp4"}, **{"--deepep-mode": "low_latency"})  # AsyncLL: no FP4 combine
     assert "mori-ep.limit" in {f.code for f in rep.errors()}
     rep = sglang_mori(env={"SGLANG_MORI_DISPATCH_DTYPE": "int4"})
     assert "sglang.mori-env-ignored" in codes(rep)
@@ -221,14 +224,17 @@ def test_sglang_mori_refusals_and_notes():
     assert rep.report.inputs["max_total_recv_tokens"] == 8192 and "mori-ep.recv-cap" in codes(rep)
     # num_qp_per_pe = 2: the two signal buffers of 32 ranks take 2 x 256 B more of the heap (256-byte units)
     rep = sglang_mori(32, **{"--tp-size": 32, "--deepep-mode": "normal"})
-    (qp,) = [f for f in rep.findings if f.code == "sglang.mori-qp-per-pe"]
-    assert qp.data["symmetric_num_bytes_delta"] == 512
+    one = mori_ep.report(Plan(hidden=7168, num_topk=8, num_experts=256, num_ranks=32, num_ranks_per_node=8,
+                              num_max_tokens_per_rank=4096, kernel_type="InterNodeV1", num_scale_bytes=224))
+    (qp,) = [r for r in rep.report.buffers[0].regions if r.name.startswith("num_qp_per_pe 2")]
+    assert qp.num_bytes == 512 and rep.report.inputs["num_qp_per_pe"] == 2
+    assert rep.report.buffers[0].num_bytes_needed == one.quantity("symmetric_usage_num_bytes") + 512
 
 
 def test_sglang_mori_budget_sizes_the_heap():
     budget = 3 * GiB
     rep = report("sglang", **DSV3, num_ranks=8, budget=budget, max_tokens_under_load=2048,
-                 flags={"--moe-a2a-backend": "mori", "--moe-weight-dtype": "fp8"})
+                 flags={"--moe-a2a-backend": "mori", "--moe-weight-dtype": "fp8", "--deepep-mode": "low_latency"})
     rec = rep.recommendation("SGLANG_MORI_NUM_MAX_DISPATCH_TOKENS_PER_RANK", "budget")
 
     def sized(t: int) -> int:
@@ -349,7 +355,7 @@ CONFIG = json.dumps({k: {"num_sms": 24, "num_max_nvl_chunked_send_tokens": 16, "
     (["vllm", "--all2all-backend", "deepep_low_latency", "--uccl-ep", "--backend-version", "v0.1.1"], 1),  # shrink
     (["vllm", "--all2all-backend", "deepep_low_latency", "--uccl-ep", "--max-num-batched-tokens", "256"], 0),
     (["vllm", "--all2all-backend", "deepep_low_latency", "--uccl-ep", "--engine-version", "dp-chunk"], 0),
-    (["sglang", "--moe-a2a-backend", "mori", "--env", "SGLANG_MORI_COMBINE_DTYPE=fp4"], 1),
+    (["sglang", "--moe-a2a-backend", "mori", "--deepep-mode", "low_latency", "--env", "SGLANG_MORI_COMBINE_DTYPE=fp4"], 1),
     (["sglang", "--moe-a2a-backend", "mori", "--env", "MORI_SHMEM_HEAP_SIZE=512M"], 1),
     (["sglang", "--moe-a2a-backend", "deepep", "--uccl-ep", "--uccl-nic", "host-memory", "--tp-size", "16"], 0),
 ])
@@ -455,9 +461,9 @@ def test_sglang_mori_dtype_variables_and_their_older_switches():
         return (inputs["use_fp8_dispatch"], inputs["scale_dim"]), inputs["quant_type"], notes
 
     assert dtypes({"SGLANG_MORI_DISPATCH_DTYPE": "Weird", "SGLANG_MORI_FP8_DISP": "1"})[2] == [
-        "SGLANG_MORI_DISPATCH_DTYPE='Weird' is none of auto, bf16, fp8, fp4, mxfp8: SGLang keeps bf16"]
+        "SGLANG_MORI_DISPATCH_DTYPE='Weird' is none of auto, bf16, fp8, fp4, mxfp8: SGLang keeps fp8"]  # FP8 weights
     assert dtypes({"SGLANG_MORI_COMBINE_DTYPE": "nope"})[2] == [
         "SGLANG_MORI_COMBINE_DTYPE='nope' is none of auto, bf16, fp8, fp8_direct_cast, fp4: SGLang keeps bf16"]
     assert dtypes({"SGLANG_MORI_DISPATCH_DTYPE": "auto", "SGLANG_MORI_FP8_DISP": "1"})[:2] == \
         dtypes({})[:2]  # given (auto): the older switch is not read
-    assert dtypes({"SGLANG_MORI_FP8_DISP": "1"})[0] != dtypes({})[0]
+    assert dtypes({"SGLANG_MORI_FP4_DISP": "1"})[0] != dtypes({})[0]

@@ -167,6 +167,10 @@ def parse_launch_line(tokens: list[str], engine: str) -> LaunchLine:
     rest, program, model = _strip_program(rest, ignored)
     if engine == "vllm":
         rest = _vllm_spelling(rest)
+    if engine == "sglang":  # SGLang's argparse takes unique abbreviations (engines/_sglang_launch.py)
+        from ..engines._sglang_launch import expand
+
+        rest = expand(rest)
     if program in PROGRAMS and engine not in PROGRAMS[program]:
         raise InvalidArgumentError([EngineProblem(
             "--", " ".join(tokens[:4]) + " ...", f"a {program} launch line; size it with {PROG} "
@@ -208,6 +212,11 @@ def parse_launch_line(tokens: list[str], engine: str) -> LaunchLine:
             ignored.append(token if value is None or eq else f"{token} {value}")
     if engine == "mindspeed" and program == "torchrun":
         argv += _mindspeed_data_parallel(argv, ignored)
+    if engine in ("sglang", "megatron"):  # the engine's own defaults where epbuf's differ (no EP buffer)
+        from ..engines._sglang_launch import with_defaults
+        from ..engines.megatron import LAUNCH_DEFAULTS
+
+        argv = with_defaults(argv, LAUNCH_DEFAULTS if engine == "megatron" else None)
     return LaunchLine(argv=tuple(argv), env=env, ignored=tuple(ignored), program=program)
 
 

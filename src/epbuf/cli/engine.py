@@ -98,7 +98,8 @@ def build_engine_parser(name: str) -> argparse.ArgumentParser:
     d.add_argument("--max-tokens-under-load", dest="max_tokens_under_load", type=int_arg(">= 1"), metavar="N",
                    help=f"most tokens one rank dispatches in one call under your load: {spec.load_help}")
     v = p.add_argument_group("versions")
-    v.add_argument("--from-installed", dest="from_installed", action="store_true",
+    if name in ("vllm", "sglang", "megatron"):  # engines/installed/ has their resolvers
+        v.add_argument("--from-installed", dest="from_installed", action="store_true",
                    help="also run the launch line through the engine installed in this Python (its own parser and "
                         "start-up code, GPU parts stood in for) and report where it differs from the recipe")
     v.add_argument("--engine-version", dest="engine_version", type=_version_arg(tuple(spec.versions)), metavar="VERSION",
@@ -280,8 +281,13 @@ def run(args: argparse.Namespace) -> int:
         _refuse_before_launch(name, [flag + (f"={value}" if value else "")])
     ignored = (launch.ignored if launch is not None else ()) + tuple(unknown_options(extras, parser))
     rep = report_from_args(name, opts, ranks_flag=_ranks_spelling(argv, parser), launch=launch, ignored=ignored)
-    if opts.from_installed:
+    if getattr(opts, "from_installed", False) and name == "vllm":
         rep = _from_installed(name, rep, tokens_after, launch, opts)
+    elif getattr(opts, "from_installed", False):
+        from ._engine_installed import with_installed
+
+        rep = with_installed(name, list(args.engine_args)[len(tokens) + 1:] if launch is not None else [], rep,
+                             opts.device)
     status = 1 if opts.strict and has_error_finding(rep.findings) else 0
     from ..api._tools import engine_document
 

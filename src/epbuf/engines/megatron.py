@@ -2,6 +2,9 @@
 
 Upstream ``NVIDIA/Megatron-LM @d98e8a64ddf3`` (2026-08-22):
 
+* megatron-core 0.16.1 (``--engine-version 0.16.1``, the newest release on PyPI, run by
+  ``tests/conformance/megatron``): the same ``get_buffer``; ``num_sms`` is ``moe_deepep_num_sms`` (below);
+  the ``allgather`` (Megatron's default) and ``alltoall`` dispatchers build no DeepEP buffer (0 B).
 * ``megatron/core/transformer/moe/fused_a2a.py`` ``get_hidden_bytes(x)`` (l.24-33):
   ``x.size(1) * max(x.element_size(), 2)`` — FP8 activations count as 2 bytes.
 * ``get_buffer(group, hidden_bytes)`` (l.36-69): for ``config in
@@ -50,7 +53,13 @@ DEFAULT_NUM_SMS = 20  # "None -> 20 (DeepEP's historical mcore default)", DISPAT
 #: The search bound of the num_sms recommendation (an even SM count; the GPU's own count caps it further).
 MAX_SEARCH_NUM_SMS = 256
 
-VERSIONS = {"main": f"Megatron-LM @{COMMIT} (2026-08-22): fused_a2a.get_buffer"}
+#: Megatron-LM's own defaults for a launch line that leaves them unset (``--moe-token-dispatcher-type``
+#: ``allgather``: ``transformer_config.py`` and ``megatron/training/arguments.py``), where epbuf's differ.
+LAUNCH_DEFAULTS = {"--moe-token-dispatcher-type": "allgather"}
+
+VERSIONS = {"main": f"Megatron-LM @{COMMIT} (2026-08-22): fused_a2a.get_buffer",
+            "0.16.1": "megatron-core 0.16.1 (the newest on PyPI; its own code run by tests/conformance/megatron): "
+                      "fused_a2a.get_buffer, num_sms = --moe-deepep-num-sms (default 20)"}
 
 KNOBS = (
     Knob(name="--moe-token-dispatcher-type", kind="choice", default="flex", choices=("flex", "alltoall", "allgather"),
@@ -82,6 +91,8 @@ def _num_sms(ctx: EngineContext) -> tuple[int, Setting, list[Finding]]:
         InvalidArgumentError: the two deprecated knobs disagree while the flex one is unset
             (upstream's ``ValueError``); an odd count (``Buffer.set_num_sms`` asserts it is even).
     """
+    if ctx.version == "0.16.1":
+        return _num_sms_0_16_1(ctx)
     flex = ctx.setting("--moe-flex-dispatcher-num-sms")
     deprecated = {name: ctx.value(name) for name in ("--moe-deepep-num-sms", "--moe-hybridep-num-sms")
                   if ctx.value(name) is not None}
@@ -108,6 +119,32 @@ def _num_sms(ctx: EngineContext) -> tuple[int, Setting, list[Finding]]:
         raise InvalidArgumentError([EngineProblem(note.split(" ")[0] if note.startswith("--") else
                                                   "--moe-flex-dispatcher-num-sms", value,
                                                   "must be even: DeepEP's Buffer.set_num_sms asserts num_sms % 2 == 0")])
+    return value, Setting(name="num_sms", value=value, source="derived", note=note), findings
+
+
+def _num_sms_0_16_1(ctx: EngineContext) -> tuple[int, Setting, list[Finding]]:
+    """megatron-core 0.16.1: ``_DeepepManager.__init__`` calls ``set_deepep_num_sms(config.moe_deepep_num_sms)``
+    (``megatron/core/transformer/moe/token_dispatcher.py:1153``; ``transformer_config.py:722``: default 20);
+    there is no ``moe_flex_dispatcher_num_sms`` and ``moe_hybridep_num_sms`` (l.725) sizes HybridEP only.
+
+    Raises:
+        InvalidArgumentError: ``--moe-flex-dispatcher-num-sms`` (not a 0.16.1 setting); an odd count.
+    """
+    if ctx.value("--moe-flex-dispatcher-num-sms") is not None:
+        raise InvalidArgumentError([EngineProblem("--moe-flex-dispatcher-num-sms", ctx.value("--moe-flex-dispatcher-num-sms"),
+                                                  "not a setting of megatron-core 0.16.1; use --moe-deepep-num-sms")])
+    value = ctx.value("--moe-deepep-num-sms")
+    note = "--moe-deepep-num-sms (0.16.1 token_dispatcher.py:1153)"
+    if value is None:
+        value, note = DEFAULT_NUM_SMS, "moe_deepep_num_sms default 20 (0.16.1 transformer_config.py:722)"
+    if value % 2:
+        raise InvalidArgumentError([EngineProblem("--moe-deepep-num-sms", value,
+                                                  "must be even: DeepEP's Buffer.set_num_sms asserts num_sms % 2 == 0")])
+    findings = []
+    if ctx.value("--moe-hybridep-num-sms") is not None:
+        findings.append(Finding(severity="info", code="megatron.hybridep-num-sms",
+                                message="--moe-hybridep-num-sms sizes HybridEP only in megatron-core 0.16.1; DeepEP "
+                                        f"takes --moe-deepep-num-sms ({value})", data={}))
     return value, Setting(name="num_sms", value=value, source="derived", note=note), findings
 
 
@@ -142,7 +179,9 @@ def recipe(ctx: EngineContext) -> EngineReport:
     """
     from ..backends import deepep_v1
 
-    if ctx.value("--moe-token-dispatcher-type") != "flex" or ctx.value("--moe-flex-dispatcher-backend") != "deepep":
+    if ctx.value("--moe-token-dispatcher-type") != "flex":
+        return _no_buffer(ctx)
+    if ctx.value("--moe-flex-dispatcher-backend") != "deepep":
         raise InvalidArgumentError([EngineProblem(
             "--moe-flex-dispatcher-backend", ctx.value("--moe-flex-dispatcher-backend"),
             "epbuf models the deepep backend of flex (hybridep and ncclep size their buffers in "
@@ -232,6 +271,22 @@ def recipe(ctx: EngineContext) -> EngineReport:
         findings=tuple(findings), limits=tuple(limits))
     return EngineReport(engine="megatron", version=ctx.version, version_note=VERSIONS[ctx.version], title=rep.title,
                         settings=tuple(settings), report=rep, recommendations=tuple(recs),
+                        device_name=ctx.device_name, device_num_bytes=ctx.device_num_bytes, budget=ctx.budget)
+
+
+def _no_buffer(ctx: EngineContext) -> EngineReport:
+    """The ``allgather`` and ``alltoall`` dispatchers build no DeepEP buffer (only ``MoEFlexTokenDispatcher``'s
+    ``_DeepepManager`` calls ``fused_a2a``): a report that says so, total 0 B."""
+    kind = ctx.value("--moe-token-dispatcher-type")
+    rep = Report(backend="megatron/none", title=f"Megatron-LM --moe-token-dispatcher-type {kind}: no DeepEP buffer",
+                 upstream=f"{REPO} {DISPATCHER}", inputs={"dispatcher": kind}, buffers=(),
+                 findings=(Finding(severity="info", code="megatron.no-deepep",
+                                   message=f"the {kind} token dispatcher allocates no DeepEP buffer (only the flex "
+                                           "dispatcher with --moe-flex-dispatcher-backend deepep calls "
+                                           "fused_a2a.get_buffer)"),))
+    settings = [*ctx.base_settings] + [st for st in ctx.settings.values() if st.value is not None]
+    return EngineReport(engine="megatron", version=ctx.version, version_note=VERSIONS[ctx.version], title=rep.title,
+                        settings=tuple(settings), report=rep, recommendations=(),
                         device_name=ctx.device_name, device_num_bytes=ctx.device_num_bytes, budget=ctx.budget)
 
 

@@ -22,6 +22,10 @@ whose sizing code is the same; ``TD`` below):
   T = ``SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK`` (``EnvInt(128)``,
   ``python/sglang/srt/environ.py``) and ``assert self.num_max_dispatch_tokens_per_rank <= 1024``
   ("DeepEP internode_ll dispatch uses FINISHED_SUM_TAG=1024").
+* SGLang 0.5.23 (``--engine-version 0.5.23``, the PyPI wheel): ``self.params_bytes = 2``
+  (``sglang/srt/layers/moe/token_dispatcher/deepep.py:402``) whatever the dispatch dtype, which
+  ``set_deepep_dispatcher_dtype`` (l.448-506) maps to ``use_fp8`` only; the buffer is built on the
+  first dispatch (``_get_buffer``, l.733-744 and 963-972), the singleton of l.204-305.
 * ``003a81bf``: ``set_deepep_dispatcher_dtype`` sets ``params_bytes`` 2 for BF16 output and 1 for
   FP8 / NVFP4; the output dtype is ``--deepep-dispatcher-output-dtype`` (not auto), else the
   deprecated ``SGLANG_DEEPEP_BF16_DISPATCH``, else FP8 (the GPU default).
@@ -52,7 +56,7 @@ from __future__ import annotations
 from ..errors import InvalidArgumentError
 from ..report import Finding, LimitCheck, Quantity, Region, Report
 from ..units import format_bytes, format_int
-from . import _deepep, _sglang_mori, _sglang_v2, _uccl, _uccl_sglang
+from . import _deepep, _sglang_launch, _sglang_mori, _sglang_v2, _uccl, _uccl_sglang
 from ._common import EngineContext, budget_findings, limit, limit_findings, max_buffer, topology
 from ._knobs import EngineProblem, Knob, Setting
 from ._report import EngineReport
@@ -77,6 +81,8 @@ BF16_RUNNERS = ("flashinfer_cutedsl", "cutlass", "humming")
 
 VERSIONS = {
     "main": f"SGLang {TD} @003a81bf: param_bytes = 1 for FP8/NVFP4 dispatch output (the GPU default), 2 for BF16",
+    "0.5.23": "SGLang 0.5.23 (the PyPI release, its own code run by tests/conformance/sglang): "
+              "params_bytes = 2 (token_dispatcher/deepep.py:402); MoRI --deepep-mode auto resolves to normal",
     "param-bytes-2": f"SGLang {TD} @454e84da and earlier: param_bytes = 2 whatever the dispatch dtype",
 }
 
@@ -116,7 +122,7 @@ KNOBS = (
          source=f"{REPO} {ENVIRON}", help="V2 SMs per call"),
     Knob(name="NVSHMEM_QP_DEPTH", kind="int", lo=1, default=_deepep.DEFAULT_QP_DEPTH,
          source=_deepep.QP_DEPTH_SOURCE, help="DeepEP low-latency: must be >= (T + 1) x 2"),
-) + _sglang_mori.KNOBS + _uccl.KNOBS
+) + _sglang_mori.KNOBS + _sglang_v2.KNOBS + _sglang_launch.KNOBS + _uccl.KNOBS
 
 
 def _ep_size(ctx: EngineContext) -> tuple[int, Setting, list[Finding]]:
@@ -155,6 +161,8 @@ def _param_bytes(ctx: EngineContext) -> tuple[int, str]:
     """``params_bytes`` of the dispatcher (TD) for the version."""
     if ctx.version == "param-bytes-2":
         return 2, "self.params_bytes = 2 (454e84da)"
+    if ctx.version == "0.5.23":
+        return 2, "self.params_bytes = 2 (0.5.23 token_dispatcher/deepep.py:402)"
     dtype = _dispatch_dtype(ctx)
     how = "" if ctx.value("--deepep-dispatcher-output-dtype") != "auto" else (
         f"; auto: --moe-runner-backend {ctx.value('--moe-runner-backend')}" if ctx.value("--moe-runner-backend")
@@ -199,7 +207,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
     num_ranks, ep_setting, findings = _ep_size(ctx)
     per_node, num_nodes = topology(ctx, num_ranks)
     redundant = ctx.value("--ep-num-redundant-experts")
-    fused = ctx.value("--fused-shared-experts")
+    fused = _sglang_launch.fused_shared_experts(ctx)
     shared_slots = fused * num_ranks  # FUSED_MOE: num_shared_slots = num_fused_shared_experts x moe_ep_size
     num_experts = ctx.num_experts + shared_slots + redundant
     settings = [*ctx.base_settings, ep_setting,
@@ -224,7 +232,7 @@ def recipe(ctx: EngineContext) -> EngineReport:
         rep, recs = _deepep_v1(ctx, num_ranks, per_node, num_nodes, num_experts, redundant, settings, findings)
     elif backend == "deepep_v2":
         rep, recs = _sglang_v2.deepep_v2(ctx, num_ranks, per_node, redundant + shared_slots, settings, findings,
-                                         fp8=_dispatch_dtype(ctx) == "fp8")
+                                         fp8=_sglang_v2.use_fp8(ctx, _dispatch_dtype(ctx)))
     elif backend == "mori":
         rep, recs = _sglang_mori.mori(ctx, num_ranks, per_node, num_nodes, num_experts, redundant + shared_slots, settings,
                                       findings)

@@ -1,0 +1,94 @@
+"""megatron-core 0.16.1's own code against ``epbuf engine megatron --engine-version 0.16.1 --json`` on a corpus
+of launch lines (run by ``.ci/conformance`` in ``.conformance/megatron``, built by ``requirements.sh``).
+
+Each line's flags build megatron-core's ``TransformerConfig``; its ``_DeepepManager`` and
+``fused_a2a.get_buffer`` run with a stand-in ``deep_ep`` (:mod:`epbuf.engines.installed.megatron`), and
+every captured argument is compared with epbuf's report. A difference fails unless :data:`EXCEPTIONS`
+lists the line with its reason. Writes ``.conformance/results/megatron.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from _cli_run import run_cli  # noqa: E402  (tests/ is on the path through tests/conftest.py)
+
+from epbuf.engines.installed import resolve
+from epbuf.engines.installed.megatron import compare
+
+ROOT = Path(__file__).resolve().parents[3]
+LAUNCH = ["torchrun", "--nproc-per-node", "8", "pretrain_gpt.py"]
+DSV3 = "--hidden-size 7168 --num-experts 256 --moe-router-topk 8"
+QWEN3 = "--hidden-size 4096 --num-experts 128 --moe-router-topk 8"
+
+#: (id, flags after the training script)
+CORPUS = [
+    ("flex-ep16", f"{DSV3} --expert-model-parallel-size 16 --moe-token-dispatcher-type flex"),
+    ("flex-ep8", f"{DSV3} --expert-model-parallel-size 8 --moe-token-dispatcher-type flex"),
+    ("flex-ep32", f"{DSV3} --expert-model-parallel-size 32 --moe-token-dispatcher-type flex"),
+    ("flex-ep64", f"{DSV3} --expert-model-parallel-size 64 --moe-token-dispatcher-type flex"),
+    ("flex-tp2-ep8", f"{DSV3} --tensor-model-parallel-size 2 --expert-model-parallel-size 8 "
+                     "--moe-token-dispatcher-type flex --disable-bias-linear"),
+    ("flex-tp4-etp1-ep16", f"{DSV3} --tensor-model-parallel-size 4 --expert-tensor-parallel-size 1 "
+                           "--expert-model-parallel-size 16 --moe-token-dispatcher-type flex"),
+    ("flex-sms24", f"{DSV3} --expert-model-parallel-size 16 --moe-token-dispatcher-type flex --moe-deepep-num-sms 24"),
+    ("flex-sms32-ep32", f"{DSV3} --expert-model-parallel-size 32 --moe-token-dispatcher-type flex "
+                        "--moe-deepep-num-sms 32"),
+    ("flex-hybridep-sms", f"{DSV3} --expert-model-parallel-size 16 --moe-token-dispatcher-type flex "
+                          "--moe-hybridep-num-sms 32"),
+    ("flex-qwen3-ep8", f"{QWEN3} --expert-model-parallel-size 8 --moe-token-dispatcher-type flex"),
+    ("flex-qwen3-ep16-sms16", f"{QWEN3} --expert-model-parallel-size 16 --moe-token-dispatcher-type flex "
+                              "--moe-deepep-num-sms 16"),
+    ("flex-equals", f"{DSV3} --expert-model-parallel-size=16 --moe-token-dispatcher-type=flex "
+                    "--moe-flex-dispatcher-backend=deepep"),
+    ("alltoall", f"{DSV3} --expert-model-parallel-size 16 --moe-token-dispatcher-type alltoall"),
+    ("default-allgather", f"{DSV3} --expert-model-parallel-size 16"),
+]
+
+#: Lines whose differences are known, with the reason (each must still differ: a stale entry fails).
+EXCEPTIONS: dict[str, str] = {}
+
+
+def test_megatron_corpus(capsys):
+    arguments, differ, failures, seen_exceptions = 0, 0, [], []
+    for line_id, flags in CORPUS:
+        installed = resolve("megatron", flags.split(), {})
+        code, out, err = run_cli(capsys, "engine", "megatron", "--engine-version", "0.16.1", "--json", "--",
+                                 *LAUNCH, *flags.split())
+        assert code in (0, 1), err
+        assert "refused" not in installed["resolved"], (line_id, installed["resolved"])
+        pairs = compare(installed, json.loads(out))
+        arguments += len(pairs)
+        bad = [p for p in pairs if p[1] != p[2]]
+        differ += len(bad)
+        if bad and line_id in EXCEPTIONS:
+            seen_exceptions.append(line_id)
+        elif bad:
+            failures.append(f"{line_id}: " + "; ".join(f"{n}: megatron-core {a!r}, epbuf {b!r}" for n, a, b in bad))
+        elif line_id in EXCEPTIONS:
+            failures.append(f"{line_id}: listed in EXCEPTIONS but agrees now; remove the entry")
+    results = ROOT / ".conformance" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "megatron.json").write_text(json.dumps({
+        "lines": len(CORPUS), "arguments": arguments, "differ": differ,
+        "exceptions": [{"line": k, "reason": EXCEPTIONS[k]} for k in seen_exceptions]}, indent=1) + "\n")
+    with capsys.disabled():
+        print(f"\nmegatron: {len(CORPUS)} lines, {arguments} arguments compared, {differ} differ "
+              f"({len(seen_exceptions)} listed exceptions)")
+    assert not failures, "\n".join(failures)
+
+
+def test_from_installed(capsys):
+    """``--from-installed``: megatron-core 0.16.1 sizes DeepEP with --moe-deepep-num-sms only, so with
+    ``--moe-hybridep-num-sms 32`` the ``main`` recipe (which routes it to DeepEP) differs in num_sms and both
+    byte counts, and the 0.16.1 recipe agrees."""
+    line = [*LAUNCH, *DSV3.split(), "--expert-model-parallel-size", "16", "--moe-token-dispatcher-type", "flex",
+            "--moe-hybridep-num-sms", "32"]
+    code, out, _ = run_cli(capsys, "engine", "megatron", "--from-installed", "--json", "--", *line)
+    differs = {f["data"]["argument"] for f in json.loads(out)["report"]["findings"]
+               if f["code"] == "engine.installed-differs"}
+    assert differs == {"num_sms", "num_nvl_bytes", "num_rdma_bytes"}
+    code, out, _ = run_cli(capsys, "engine", "megatron", "--engine-version", "0.16.1", "--from-installed", "--json",
+                           "--", *line)
+    assert "engine.installed-agrees" in {f["code"] for f in json.loads(out)["report"]["findings"]}
