@@ -1,0 +1,163 @@
+"""The exchange every twin runs on: one agreement, then one exchange of packed records.
+
+A twin call is collective. Each rank first checks its own arguments (upstream's asserts, the
+buffer's capacity), then all ranks take part in one ``all_gather`` of a small int64 row:
+``[status, fingerprint, counts...]``. Every rank sees every row, so every rank makes the same
+decision from the same numbers:
+
+* a rank that refused (``status != 0``) makes every rank raise :class:`UpstreamAssertion` with
+  the refusing rank's message (fetched by one ``all_gather_object``, on the error path only);
+* rows whose fingerprints differ (another hidden size, top-k, dtype or layout) or whose counts
+  disagree (a combine whose handle is not the dispatch's) make every rank raise the same text.
+
+Then the records move in one ``all_to_all_single`` of ``uint8`` rows (``send_counts[q]``
+records to rank ``q``, one peer after the other), started asynchronously so a twin can return
+before the data arrives (DeepEP's ``return_recv_hook``). Every wait uses the process group's
+own timeout; a failed or timed-out collective (a dead peer) raises
+:class:`~epbuf.runtime.PeerError` on every live rank and leaves the engine unusable.
+"""
+
+from __future__ import annotations
+
+from .._lazy import optional
+from ..errors import EpbufError
+from ..runtime._rank import PeerError
+
+__all__ = ["UpstreamAssertion", "Engine", "Pending", "expect", "torch_module"]
+
+
+def torch_module():
+    """torch, or the one line naming the extra."""
+    return optional("torch", "epbuf.twin needs torch: pip install 'epbuf[torch]'")
+
+
+class UpstreamAssertion(EpbufError, AssertionError, RuntimeError):
+    """What upstream would refuse (its ``assert`` or ``EP_HOST_ASSERT``): an ``AssertionError``
+    and a ``RuntimeError`` (how a C++ host assert reaches Python), and an epbuf ``ValueError``."""
+
+    def __init__(self, message: str) -> None:
+        RuntimeError.__init__(self, message)
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def expect(condition: bool, assertion: str, where: str, detail: str = "") -> None:
+    """Raise :class:`UpstreamAssertion` naming upstream's ``assertion`` at ``where`` unless ``condition``."""
+    if not condition:
+        raise UpstreamAssertion(f"{assertion} failed ({where})" + (f": {detail}" if detail else ""))
+
+
+class Pending:
+    """An exchange in flight: :meth:`wait` returns the received rows (once; later calls return them again)."""
+
+    __slots__ = ("_engine", "_work", "_recv", "_what", "_done")
+
+    def __init__(self, engine: Engine, work, recv, what: str) -> None:
+        self._engine, self._work, self._recv, self._what, self._done = engine, work, recv, what, work is None
+
+    def wait(self):
+        if not self._done:
+            self._engine._wait(self._work, self._what)
+            self._done = True
+        return self._recv
+
+
+class Engine:
+    """One process group's collectives for a twin (``group``: a ``torch.distributed`` group or ``None``)."""
+
+    def __init__(self, group) -> None:
+        torch = torch_module()
+        import torch.distributed as dist
+
+        if not dist.is_available() or not dist.is_initialized():
+            raise EpbufError("the twin needs torch.distributed.init_process_group(...) first")
+        self.torch, self.dist = torch, dist
+        self.group = group if group is not None else dist.group.WORLD
+        self.rank = dist.get_rank(self.group)
+        self.num_ranks = dist.get_world_size(self.group)
+        self._broken: str | None = None
+
+    # --- collectives ---------------------------------------------------------------------
+    def _wait(self, work, what: str) -> None:
+        try:
+            work.wait()
+        except Exception as error:  # gloo/NCCL raise RuntimeError subclasses: a dead peer, a timeout
+            self._broken = f"{what} failed: {error}"
+            raise PeerError(f"{what} did not complete on rank {self.rank} within the process group's timeout (a "
+                            f"peer died, hangs or does not call it): {str(error).splitlines()[0][:300]}") from None
+
+    def _usable(self) -> None:
+        if self._broken:
+            raise PeerError(f"this twin buffer is unusable since an earlier collective failed ({self._broken}); "
+                            "re-create the process group and the buffer")
+
+    def agree(self, what: str, length: int, prepare):
+        """Run ``prepare()`` -> ``(row, payload)`` (``row``: ``length`` ints, the counts this call
+        shows every rank; ``prepare`` raises :class:`UpstreamAssertion` to refuse), then the
+        all-gather of ``[status, *row]``. Returns ``(payload, rows)``: ``rows`` an int64 tensor
+        ``[num_ranks, length]``. Raises the same :class:`UpstreamAssertion` on every rank when
+        any rank refused."""
+        self._usable()
+        torch = self.torch
+        try:
+            row, payload = prepare()
+            error = None
+            status = 0
+        except Exception as caught:  # upstream's asserts, and anything else a hostile argument raises
+            if not isinstance(caught, UpstreamAssertion):
+                caught = UpstreamAssertion(f"{what}: {type(caught).__name__}: {caught}")
+            row, payload, error, status = None, None, caught, 1
+        mine = torch.zeros(length + 1, dtype=torch.int64)
+        mine[0] = status
+        if row is not None:
+            mine[1:] = torch.as_tensor(row, dtype=torch.int64)
+        gathered = [torch.empty_like(mine) for _ in range(self.num_ranks)]
+        work = self.dist.all_gather(gathered, mine, group=self.group, async_op=True)
+        self._wait(work, f"{what}: the agreement")
+        rows = torch.stack(gathered)
+        refused = [r for r in range(self.num_ranks) if int(rows[r, 0])]
+        if refused:
+            messages = [None] * self.num_ranks
+            try:
+                self.dist.all_gather_object(messages, None if error is None else str(error), group=self.group)
+            except Exception as caught:
+                self._broken = f"{what}: the refusal exchange failed: {caught}"
+                raise PeerError(f"{what}: rank(s) {refused} refused, and their reasons did not arrive: "
+                                f"{str(caught).splitlines()[0][:300]}") from None
+            first = refused[0]
+            raise UpstreamAssertion(f"rank {first} of {self.num_ranks}: {messages[first]}")
+        return payload, rows[:, 1:]
+
+    def gather(self, values, what: str):
+        """All-gather of one int64 vector per rank (every rank's of the same length, as the
+        agreement before it established): ``[num_ranks, len(values)]``."""
+        torch = self.torch
+        mine = torch.as_tensor(values, dtype=torch.int64).reshape(-1).contiguous()
+        if self.num_ranks == 1:
+            return mine.unsqueeze(0)
+        gathered = [torch.empty_like(mine) for _ in range(self.num_ranks)]
+        self._wait(self.dist.all_gather(gathered, mine, group=self.group, async_op=True), f"{what}: the count exchange")
+        return torch.stack(gathered)
+
+    @staticmethod
+    def same_everywhere(rows, column_slice, what: str, names: str) -> None:
+        """Raise :class:`UpstreamAssertion` (on every rank: every rank has the same rows) unless
+        every rank shows the same values in ``column_slice`` of its row."""
+        part = rows[:, column_slice]
+        if not bool((part == part[0]).all()):
+            raise UpstreamAssertion(f"{what}: the ranks disagree on {names} ({part.tolist()}); every rank must "
+                                    "call it with the same shapes (upstream would hang or read garbage)")
+
+    def exchange(self, send, send_counts, recv_counts, what: str) -> Pending:
+        """Start the ``all_to_all_single`` of ``send`` (``uint8 [sum(send_counts), stride]``, rows
+        for rank 0 first): ``send_counts[q]`` rows to rank ``q``, ``recv_counts[q]`` from it."""
+        torch = self.torch
+        stride = int(send.shape[1]) if send.dim() == 2 else 1
+        recv = torch.empty((int(sum(recv_counts)), stride), dtype=torch.uint8)
+        if self.num_ranks == 1:
+            recv.copy_(send)
+            return Pending(self, None, recv, what)
+        work = self.dist.all_to_all_single(recv.view(-1), send.reshape(-1), [int(c) * stride for c in recv_counts],
+                                           [int(c) * stride for c in send_counts], group=self.group, async_op=True)
+        return Pending(self, work, recv, what)
