@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 
 from ..backends.deepep_v1 import Config
 from ..backends.deepep_v1 import get_combine_config as _combine_config
@@ -33,7 +34,7 @@ from ..errors import EpbufError
 from ._deep_ep_event import EventHandle, EventOverlap
 from ._engine import Engine, UpstreamAssertion, expect, torch_module
 
-__all__ = ["Buffer", "Config", "EventOverlap", "EventHandle", "topk_idx_t", "install", "UpstreamAssertion"]
+__all__ = ["Buffer", "Config", "EventOverlap", "EventHandle", "topk_idx_t", "install", "utils", "UpstreamAssertion"]
 
 torch = torch_module()
 topk_idx_t = torch.int64  # deep_ep._C.topk_idx_t of a default (64-bit index) build
@@ -44,8 +45,15 @@ _INT_MAX = 2**31 - 1
 
 
 def install() -> None:
-    """Make ``import deep_ep`` (and ``from deep_ep import Buffer``...) give this twin."""
+    """Make ``import deep_ep`` (``from deep_ep import Buffer``, ``from deep_ep.utils import
+    EventOverlap, EventHandle``) give this twin: ``sys.modules["deep_ep"]`` is this module and
+    ``sys.modules["deep_ep.utils"]`` its :attr:`utils`."""
     sys.modules["deep_ep"] = sys.modules[__name__]
+    sys.modules["deep_ep.utils"] = utils
+
+
+utils = types.ModuleType("deep_ep.utils", "deep_ep.utils of the twin: EventOverlap, EventHandle")
+utils.EventOverlap, utils.EventHandle = EventOverlap, EventHandle
 
 
 def _upstream(call, *args):
@@ -184,7 +192,8 @@ class Buffer:
                "topk_idx.is_contiguous())", BUF.format("343-344"), f"shape {tuple(topk_idx.shape)}")
         expect(num_experts > 0, "EP_HOST_ASSERT(num_experts > 0)", BUF.format(345))
         if allocate_on_comm_stream:
-            expect(previous_event is not None and async_finish, "EP_HOST_ASSERT(previous_event.has_value() and "
+            expect(getattr(previous_event, "event", None) is not None and async_finish, "EP_HOST_ASSERT("
+                   "previous_event.has_value() and "
                    "async)", BUF.format(351))
         expect(topk_idx.dtype == topk_idx_t, "topk_idx of topk_idx_t", BUF.format(343), f"{topk_idx.dtype}")
         expect(not bool(((topk_idx < -1) | (topk_idx >= num_experts)).any()), "topk_idx in [-1, num_experts)",
@@ -212,6 +221,7 @@ class Buffer:
         from ._deep_ep_normal import intranode_dispatch
 
         config = self.get_dispatch_config(self.group_size) if config is None else config
+        previous_event = getattr(previous_event, "event", None)
         x, x_scales = x if isinstance(x, tuple) else (x, None)
         if handle is not None:
             assert topk_idx is None and topk_weights is None
@@ -225,6 +235,7 @@ class Buffer:
         from ._deep_ep_normal import intranode_combine
 
         config = self.get_combine_config(self.group_size) if config is None else config
+        previous_event = getattr(previous_event, "event", None)
         return intranode_combine(self, x, handle, topk_weights, bias, config, previous_event, async_finish,
                                  allocate_on_comm_stream)
 
