@@ -115,9 +115,12 @@ def low_latency_dispatch(buf, x, topk_idx, cumulative_local_expert_recv_stats, d
         fields = {"src_idx": src_idx, "hidden": codes, "scales": scale_inv}
     else:
         fields = {"src_idx": src_idx, "hidden": x}
-    pending = send_expert_rows(engine, record, route, local.sum(1).tolist(), "low_latency_dispatch", **fields)
+    parity = buf._flip_low_latency_buffer()
+    pending = send_expert_rows(engine, record, route, local.sum(1).tolist(), "low_latency_dispatch",
+                               ("low_latency_dispatch", parity), **fields)
     capacity = R * T
-    packed_x = torch.empty((L, capacity, hidden), dtype=torch.float8_e4m3fn if use_fp8 else torch.bfloat16)
+    packed_x = buf._low_latency_tensor("x", parity, (L, capacity, hidden),
+                                       torch.float8_e4m3fn if use_fp8 else torch.bfloat16)
     packed_src_info = torch.zeros((L, capacity), dtype=torch.int32)
     packed_layout_range = torch.zeros((L, R), dtype=torch.int64)
     packed_count = torch.zeros(L, dtype=torch.int32)
@@ -125,7 +128,7 @@ def low_latency_dispatch(buf, x, topk_idx, cumulative_local_expert_recv_stats, d
     if use_fp8:
         columns = hidden // 512 if use_ue8m0 else hidden // 128
         dtype = torch.int32 if use_ue8m0 else torch.float32
-        packed_scales = torch.empty((L, columns, capacity), dtype=dtype).transpose(1, 2)
+        packed_scales = buf._low_latency_tensor("scales", parity, (L, columns, capacity), dtype).transpose(1, 2)
 
     def receive() -> None:
         recv = pending.wait()
@@ -213,13 +216,16 @@ def low_latency_combine(buf, x, topk_idx, topk_weights, handle, use_logfmt, zero
     source = buf._zero_copy_buffer(handle) if zero_copy else x
     slots = slots_of(torch, begin, count, R * T)
     rows_out = source.reshape(L * R * T, hidden)
-    send = pack_rows(torch, record, int(slots.shape[0]), slots, hidden=rows_out)
-    pending = engine.exchange(send, back.tolist(), route.per_rank.tolist(), "low_latency_combine")
+    parity = buf._flip_low_latency_buffer()
+    key = ("low_latency_combine", parity)
+    num_rows = int(slots.shape[0])
+    send = pack_rows(torch, record, num_rows, slots, out=engine.scratch(key + ("send",), num_rows * record.num_bytes),
+                     hidden=rows_out)
+    pending = engine.exchange(send, back.tolist(), route.per_rank.tolist(), "low_latency_combine", key=key + ("recv",))
     result = out if out is not None else torch.empty((int(topk_idx.shape[0]), hidden), dtype=torch.bfloat16)
 
     def receive() -> None:
-        reduce_weighted(torch, record, pending.wait(), route, topk_weights, int(topk_idx.shape[0]), torch.bfloat16,
-                        out=result)
+        reduce_weighted(engine, record, pending.wait(), route, topk_weights, int(topk_idx.shape[0]), result)
 
     hook = None
     if return_recv_hook:

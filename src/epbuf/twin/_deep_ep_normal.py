@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..backends.deepep_v1.intranode import (cached_notify_combine_nvl_bytes, intranode_combine_nvl_bytes,
                                             intranode_dispatch_nvl_bytes, notify_dispatch_nvl_bytes)
 from ._engine import UpstreamAssertion, expect
-from ._engine_records import TokenRoute, pack_rows, record_layout, unpack_rows
+from ._engine_records import TokenRoute, pack_rows, record_layout, reduce_rows, unpack_rows
 
 __all__ = ["intranode_dispatch", "intranode_combine"]
 
@@ -172,8 +172,10 @@ def intranode_dispatch(buf, x, x_scales, topk_idx, topk_weights, num_tokens_per_
             fields += [("topk_idx", "int64", 8, num_topk), ("topk_weights", "float32", 4, num_topk)]
             values["topk_idx"], values["topk_weights"] = topk_idx, topk_weights
     layout = record_layout("DeepEP intranode dispatch", tuple(fields))
-    send = pack_rows(torch, layout, int(route.token.shape[0]), route.token, **values)
-    recv = engine.exchange(send, route.counts.tolist(), recv_counts.tolist(), "dispatch").wait()
+    num_rows = int(route.token.shape[0])
+    send = pack_rows(torch, layout, num_rows, route.token, out=engine.scratch(("dispatch", "send"),
+                                                                             num_rows * layout.num_bytes), **values)
+    recv = engine.exchange(send, route.counts.tolist(), recv_counts.tolist(), "dispatch", key=("dispatch", "recv")).wait()
     got = unpack_rows(layout, recv)
     real = int(recv.shape[0])
     recv_x = torch.zeros((num_recv, hidden), dtype=x.dtype)
@@ -268,17 +270,14 @@ def intranode_combine(buf, x, handle, topk_weights, bias, config, previous_event
         values["topk_weights"] = topk_weights
     layout = record_layout("DeepEP intranode combine", tuple(fields))
     num_back = int(back.sum())
-    send = pack_rows(torch, layout, num_back, torch.arange(num_back), **values)
-    recv = engine.exchange(send, back.tolist(), route.counts.tolist(), "combine").wait()
+    send = pack_rows(torch, layout, num_back, torch.arange(num_back),
+                     out=engine.scratch(("combine", "send"), num_back * layout.num_bytes), **values)
+    recv = engine.exchange(send, back.tolist(), route.counts.tolist(), "combine", key=("combine", "recv")).wait()
     got = unpack_rows(layout, recv)
     n = int(mask.shape[0])
-    total = torch.zeros((n, hidden), dtype=torch.float32)
-    total.index_add_(0, route.token, got["x"].float())
-    for b in (bias_0, bias_1):
-        if b is not None:
-            total += b.float()
+    combined_x = reduce_rows(engine, got["x"], route.token, n, out_dtype=x.dtype, bias=(bias_0, bias_1))
     combined_weights = None
     if num_topk:
         combined_weights = torch.zeros((n, num_topk), dtype=torch.float32)
         combined_weights.index_add_(0, route.token, got["topk_weights"])
-    return total.to(x.dtype), combined_weights, buf._event(async_finish)
+    return combined_x, combined_weights, buf._event(async_finish)

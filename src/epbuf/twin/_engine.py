@@ -77,6 +77,16 @@ class Engine:
         self.rank = dist.get_rank(self.group)
         self.num_ranks = dist.get_world_size(self.group)
         self._broken: str | None = None
+        self._scratch: dict = {}
+
+    def scratch(self, key, num_bytes: int):
+        """``num_bytes`` of this engine's scratch ``key`` (uint8, contents undefined), grown to the
+        largest request and kept: a fresh large tensor costs a page fault per 4 KiB on first touch,
+        more than the copies (what the floor, preallocated buffers, never pays)."""
+        buf = self._scratch.get(key)
+        if buf is None or buf.numel() < num_bytes:
+            buf = self._scratch[key] = self.torch.empty(max(num_bytes, 1), dtype=self.torch.uint8)
+        return buf[:num_bytes]
 
     # --- collectives ---------------------------------------------------------------------
     def _wait(self, work, what: str) -> None:
@@ -149,12 +159,14 @@ class Engine:
             raise UpstreamAssertion(f"{what}: the ranks disagree on {names} ({part.tolist()}); every rank must "
                                     "call it with the same shapes (upstream would hang or read garbage)")
 
-    def exchange(self, send, send_counts, recv_counts, what: str) -> Pending:
+    def exchange(self, send, send_counts, recv_counts, what: str, key=None) -> Pending:
         """Start the ``all_to_all_single`` of ``send`` (``uint8 [sum(send_counts), stride]``, rows
-        for rank 0 first): ``send_counts[q]`` rows to rank ``q``, ``recv_counts[q]`` from it."""
-        torch = self.torch
+        for rank 0 first): ``send_counts[q]`` rows to rank ``q``, ``recv_counts[q]`` from it. The
+        rows land in scratch ``key`` (``None``: a fresh tensor)."""
         stride = int(send.shape[1]) if send.dim() == 2 else 1
-        recv = torch.empty((int(sum(recv_counts)), stride), dtype=torch.uint8)
+        rows = int(sum(recv_counts))
+        recv = (self.torch.empty(rows * stride, dtype=self.torch.uint8) if key is None
+                else self.scratch(key, rows * stride)).view(rows, stride)
         if self.num_ranks == 1:
             recv.copy_(send)
             return Pending(self, None, recv, what)

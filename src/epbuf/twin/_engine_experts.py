@@ -17,7 +17,7 @@ FP8: :func:`cast_fp8` is the low-latency kernel's cast (``csrc/kernels/legacy/in
 from __future__ import annotations
 
 from ._engine import Pending
-from ._engine_records import ExpertRoute, pack_rows, unpack_rows
+from ._engine_records import ExpertRoute, pack_rows, reduce_rows, unpack_rows
 
 __all__ = ["cast_fp8", "ue8m0_pack", "slots_of", "ExpertRoute", "send_expert_rows", "reduce_weighted"]
 
@@ -59,22 +59,18 @@ def slots_of(torch, begin, count, capacity: int):
     return torch.repeat_interleave(base - run_start, counts, output_size=total) + torch.arange(total)
 
 
-def send_expert_rows(engine, layout, route: ExpertRoute, recv_counts, what: str, **fields) -> Pending:
-    """Pack each routed pair's token row of ``fields`` (``route.token``) and start the exchange."""
+def send_expert_rows(engine, layout, route: ExpertRoute, recv_counts, what: str, key, **fields) -> Pending:
+    """Pack each routed pair's token row of ``fields`` (``route.token``) into scratch and start
+    the exchange (``key``: the scratch pair this call uses, ``(name, parity)``)."""
     torch = engine.torch
-    send = pack_rows(torch, layout, int(route.pair.shape[0]), route.token, **fields)
-    return engine.exchange(send, route.per_rank.tolist(), recv_counts, what)
+    num_rows = int(route.pair.shape[0])
+    send = pack_rows(torch, layout, num_rows, route.token, out=engine.scratch(key + ("send",),
+                                                                               num_rows * layout.num_bytes), **fields)
+    return engine.exchange(send, route.per_rank.tolist(), recv_counts, what, key=key + ("recv",))
 
 
-def reduce_weighted(torch, layout, recv, route: ExpertRoute, topk_weights, num_tokens: int, out_dtype, out=None):
-    """``sum_k w[t, k] * row(t, k)`` in fp32 per token, cast to ``out_dtype`` (into ``out`` when given)."""
-    hidden = layout.field("hidden").count
+def reduce_weighted(engine, layout, recv, route: ExpertRoute, topk_weights, num_tokens: int, out):
+    """``sum_k w[t, k] * row(t, k)`` in fp32 per token, cast into ``out``."""
     rows = unpack_rows(layout, recv, ("hidden",))["hidden"]
-    total = torch.zeros((num_tokens, hidden), dtype=torch.float32)
-    if rows.shape[0]:
-        weights = topk_weights.reshape(-1)[route.pair].unsqueeze(1)
-        total.index_add_(0, route.token, rows.float() * weights)
-    if out is None:
-        return total.to(out_dtype)
-    out.copy_(total)
-    return out
+    weights = topk_weights.reshape(-1)[route.pair]
+    return reduce_rows(engine, rows, route.token, num_tokens, weights=weights, out=out)

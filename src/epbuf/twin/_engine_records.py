@@ -19,7 +19,7 @@ from functools import lru_cache
 from ..codec.record_slots import RecordSlots
 from ..report import Field, RecordLayout
 
-__all__ = ["TokenRoute", "ExpertRoute", "record_layout", "pack_rows", "unpack_rows"]
+__all__ = ["TokenRoute", "ExpertRoute", "record_layout", "pack_rows", "unpack_rows", "reduce_rows"]
 
 _ALIGN = 16  # sizeof(int4)
 
@@ -36,9 +36,10 @@ def record_layout(name: str, fields: tuple[tuple[str, str, int, int], ...]) -> R
     return RecordLayout.from_fields(name, max(offset, _ALIGN), out, view="epbuf.twin wire record")
 
 
-def pack_rows(torch, layout: RecordLayout, num_rows: int, rows, **fields):
-    """``uint8 [num_rows, stride]``: row ``i`` holds each field's row ``rows[i]`` (one gather per field)."""
-    send = torch.empty(num_rows * layout.num_bytes, dtype=torch.uint8)
+def pack_rows(torch, layout: RecordLayout, num_rows: int, rows, out=None, **fields):
+    """``uint8 [num_rows, stride]``: row ``i`` holds each field's row ``rows[i]`` (one gather per
+    field), in ``out`` (``uint8``, ``num_rows * stride`` bytes) or a fresh tensor."""
+    send = torch.empty(num_rows * layout.num_bytes, dtype=torch.uint8) if out is None else out
     if num_rows:
         RecordSlots(layout, send).pack(**{name: (value, rows) for name, value in fields.items()})
     return send.view(num_rows, layout.num_bytes)
@@ -47,6 +48,34 @@ def pack_rows(torch, layout: RecordLayout, num_rows: int, rows, **fields):
 def unpack_rows(layout: RecordLayout, recv, names=None) -> dict:
     """The fields of every received row (``recv``: ``uint8 [rows, stride]``), as zero-copy views where possible."""
     return RecordSlots(layout, recv.view(-1)).unpack(num_slots=int(recv.shape[0]), fields=names, copy=False)
+
+
+_CHUNK = 256  # rows per fp32 block of a reduction: stays in cache, one scratch block reused
+
+
+def reduce_rows(engine, rows, token, num_tokens: int, weights=None, out=None, out_dtype=None, bias=()):
+    """``out[t] = sum of rows[i] (times weights[i]) over i with token[i] == t`` in fp32, in
+    ``rows``' order, plus ``bias`` (each ``[num_tokens, hidden]``), cast to ``out``'s dtype (or a
+    fresh ``out_dtype`` tensor). Blocks of 256 rows go through one reused fp32 block."""
+    torch = engine.torch
+    hidden = int(rows.shape[1])
+    total = engine.scratch("reduce total", num_tokens * hidden * 4).view(torch.float32).view(num_tokens, hidden)
+    total.zero_()
+    block = engine.scratch("reduce block", _CHUNK * hidden * 4).view(torch.float32).view(_CHUNK, hidden)
+    for first in range(0, int(rows.shape[0]), _CHUNK):
+        last = min(first + _CHUNK, int(rows.shape[0]))
+        part = block[:last - first]
+        part.copy_(rows[first:last])
+        if weights is not None:
+            part.mul_(weights[first:last].unsqueeze(1))
+        total.index_add_(0, token[first:last], part)
+    for b in bias:
+        if b is not None:
+            total.add_(b)
+    if out is None:
+        return total.to(out_dtype)
+    out.copy_(total)
+    return out
 
 
 class TokenRoute:

@@ -175,6 +175,21 @@ class Buffer:
     def _event(self, async_finish: bool) -> EventOverlap:
         return EventOverlap(EventHandle() if async_finish else None)
 
+    def _flip_low_latency_buffer(self) -> int:
+        """The low-latency buffer a call uses, then the other one (``low_latency_buffer_idx ^= 1``,
+        ``BUF:1504-1505``): two calls' results may be held at once, as upstream warns."""
+        parity = self._low_latency_parity = getattr(self, "_low_latency_parity", 1) ^ 1
+        return parity
+
+    def _low_latency_tensor(self, name: str, parity: int, shape: tuple, dtype):
+        """The kept ``[.., capacity, ..]`` tensor ``name`` of buffer ``parity`` (reused while its
+        shape and dtype stay: a fresh one costs its page faults on every call)."""
+        key = ("low latency", name, parity)
+        tensor = self._tensors.get(key)
+        if tensor is None or tuple(tensor.shape) != tuple(shape) or tensor.dtype != dtype:
+            tensor = self._tensors[key] = torch.empty(shape, dtype=dtype)
+        return tensor
+
     def _zero_copy_buffer(self, handle):
         _, _, T, hidden, num_experts = handle
         shape = (num_experts // self.group_size, self.group_size * T, hidden)
