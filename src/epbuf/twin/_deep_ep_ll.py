@@ -222,7 +222,8 @@ def low_latency_combine(buf, x, topk_idx, topk_weights, handle, use_logfmt, zero
     send = pack_rows(torch, record, num_rows, slots, out=engine.scratch(key + ("send",), num_rows * record.num_bytes),
                      hidden=rows_out)
     pending = engine.exchange(send, back.tolist(), route.per_rank.tolist(), "low_latency_combine", key=key + ("recv",))
-    result = out if out is not None else torch.empty((int(topk_idx.shape[0]), hidden), dtype=torch.bfloat16)
+    result = out if out is not None else engine.output("low_latency_combine", (int(topk_idx.shape[0]), hidden),
+                                                       torch.bfloat16)
 
     def receive() -> None:
         reduce_weighted(engine, record, pending.wait(), route, topk_weights, int(topk_idx.shape[0]), result)

@@ -178,8 +178,9 @@ def intranode_dispatch(buf, x, x_scales, topk_idx, topk_weights, num_tokens_per_
     recv = engine.exchange(send, route.counts.tolist(), recv_counts.tolist(), "dispatch", key=("dispatch", "recv")).wait()
     got = unpack_rows(layout, recv)
     real = int(recv.shape[0])
-    recv_x = torch.zeros((num_recv, hidden), dtype=x.dtype)
+    recv_x = engine.output("dispatch x", (num_recv, hidden), x.dtype)
     recv_x.view(torch.uint8 if x.element_size() == 1 else x.dtype)[:real] = got["x"]
+    recv_x[real:].view(torch.uint8).zero_()
     recv_scales = None
     if num_scales:
         recv_scales = torch.zeros((num_recv, num_scales), dtype=x_scales.dtype)

@@ -19,6 +19,8 @@ own timeout; a failed or timed-out collective (a dead peer) raises
 
 from __future__ import annotations
 
+import sys
+
 from .._lazy import optional
 from ..errors import EpbufError
 from ..runtime._rank import PeerError
@@ -29,6 +31,17 @@ __all__ = ["UpstreamAssertion", "Engine", "Pending", "expect", "torch_module"]
 def torch_module():
     """torch, or the one line naming the extra."""
     return optional("torch", "epbuf.twin needs torch: pip install 'epbuf[torch]'")
+
+
+def _unshared(tensor) -> bool:
+    """No other tensor (a view) and no other storage object refers to ``tensor``'s memory."""
+    try:
+        count = tensor.untyped_storage()._cdata
+        import torch
+
+        return torch._C._storage_Use_Count(count) <= 2  # the tensor's reference and the storage object's
+    except (AttributeError, RuntimeError):  # no such private API: never reuse
+        return False
 
 
 class UpstreamAssertion(EpbufError, AssertionError, RuntimeError):
@@ -78,6 +91,24 @@ class Engine:
         self.num_ranks = dist.get_world_size(self.group)
         self._broken: str | None = None
         self._scratch: dict = {}
+        self._pool: dict = {}
+
+    def output(self, key, shape: tuple, dtype):
+        """A tensor to hand out (contents undefined): a kept one of this shape and dtype that
+        nobody holds any more (no reference but the pool's, no view, no numpy array on its
+        storage), else a fresh one, kept when the pool of ``key`` has room (3). What torch's
+        CUDA caching allocator does for the GPU library: without it each call's outputs cost
+        their page faults, as much as the exchange itself."""
+        pool = self._pool.setdefault(key, [])
+        shape = tuple(int(n) for n in shape)
+        for i in range(len(pool)):
+            if sys.getrefcount(pool[i]) == 2 and _unshared(pool[i]) and pool[i].dtype == dtype \
+                    and tuple(pool[i].shape) == shape:
+                return pool[i]
+        tensor = self.torch.empty(shape, dtype=dtype)
+        if len(pool) < 3:
+            pool.append(tensor)
+        return tensor
 
     def scratch(self, key, num_bytes: int):
         """``num_bytes`` of this engine's scratch ``key`` (uint8, contents undefined), grown to the

@@ -73,7 +73,7 @@ def reduce_rows(engine, rows, token, num_tokens: int, weights=None, out=None, ou
         if b is not None:
             total.add_(b)
     if out is None:
-        return total.to(out_dtype)
+        out = engine.output("reduce", (num_tokens, hidden), out_dtype)
     out.copy_(total)
     return out
 
