@@ -200,15 +200,17 @@ def low_latency_combine(buf, x, topk_idx, topk_weights, handle, use_logfmt, zero
         expect(not bool(bad.any()), "topk_idx in [-1, num_experts)", "the kernel indexes experts with it",
                f"{int(bad.sum())} ids out of range")
         route = ExpertRoute(torch, topk_idx, num_experts, R)
-        return [hidden, T, num_experts], (route, L)
+        back = (layout_range & _MASK).sum(0)  # rows this rank sends back to each source
+        return [hidden, T, num_experts] + back.tolist() + route.per_rank.tolist(), (route, L)
 
-    (route, L), rows = engine.agree("low_latency_combine", 3, prepare)
+    # One all-gather: the shapes, and the rows each rank sends back and expects (2 x num_ranks).
+    (route, L), rows = engine.agree("low_latency_combine", 3 + 2 * R, prepare)
     engine.same_everywhere(rows, slice(0, 3), "low_latency_combine", "hidden, num_max_dispatch_tokens_per_rank and "
                            "num_experts")
     count = (layout_range & _MASK).t()  # [sources, local experts]
     begin = (layout_range >> 32).t()
     back = count.sum(1)
-    counts = engine.gather(torch.cat([back, route.per_rank]), "low_latency_combine")
+    counts = rows[:, 3:]
     if not torch.equal(counts[:, :R], counts[:, R:].t()):
         raise UpstreamAssertion("low_latency_combine: topk_idx or the handle differ from the dispatch's (rows sent "
                                 f"{counts[:, :R].tolist()} vs expected {counts[:, R:].t().tolist()})")

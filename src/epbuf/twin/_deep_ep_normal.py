@@ -254,13 +254,15 @@ def intranode_combine(buf, x, handle, topk_weights, bias, config, previous_event
         expect(need <= buf.num_nvl_bytes, "EP_HOST_ASSERT(queues + channels x ranks x num_max_nvl_chunked_recv_tokens "
                "x (hidden + index + top-k weights) <= num_nvl_bytes)", BUF.format("807-811"),
                f"{need:,} B > {buf.num_nvl_bytes:,} B")
-        return [hidden, x.element_size(), num_topk], (hidden, num_topk)
+        back = torch.diff(rank_prefix[:, me].to(torch.int64), prepend=torch.zeros(1, dtype=torch.int64))
+        route = TokenRoute(torch, mask)
+        return [hidden, x.element_size(), num_topk] + back.tolist() + route.counts.tolist(), \
+            (hidden, num_topk, back, route)
 
-    (hidden, num_topk), rows = engine.agree("combine", 3, prepare)
+    # One all-gather: the shapes, and the rows each rank sends back and expects (2 x num_ranks).
+    (hidden, num_topk, back, route), rows = engine.agree("combine", 3 + 2 * R, prepare)
     engine.same_everywhere(rows, slice(0, 3), "combine", "hidden, element size and top-k")
-    back = torch.diff(rank_prefix[:, me].to(torch.int64), prepend=torch.zeros(1, dtype=torch.int64))
-    route = TokenRoute(torch, mask)
-    counts = engine.gather(torch.cat([back, route.counts]), "combine")
+    counts = rows[:, 3:]
     if not torch.equal(counts[:, :R], counts[:, R:].t()):
         raise UpstreamAssertion("combine: the handles do not match across ranks (rows sent "
                                 f"{counts[:, :R].tolist()} vs expected {counts[:, R:].t().tolist()})")

@@ -141,18 +141,20 @@ class Engine:
         any rank refused."""
         self._usable()
         torch = self.torch
+        mine = torch.zeros(length + 1, dtype=torch.int64)
         try:
             row, payload = prepare()
+            row = torch.as_tensor(row, dtype=torch.int64).reshape(-1)
+            if int(row.shape[0]) != length:  # e.g. a mask of another width than the group's
+                raise UpstreamAssertion(f"{what}: the arguments' shapes do not match the group of {self.num_ranks} "
+                                        f"ranks ({int(row.shape[0])} counts where {length} belong)")
+            mine[1:] = row
             error = None
-            status = 0
         except Exception as caught:  # upstream's asserts, and anything else a hostile argument raises
             if not isinstance(caught, UpstreamAssertion):
                 caught = UpstreamAssertion(f"{what}: {type(caught).__name__}: {caught}")
-            row, payload, error, status = None, None, caught, 1
-        mine = torch.zeros(length + 1, dtype=torch.int64)
-        mine[0] = status
-        if row is not None:
-            mine[1:] = torch.as_tensor(row, dtype=torch.int64)
+            payload, error = None, caught
+            mine[0] = 1
         gathered = [torch.empty_like(mine) for _ in range(self.num_ranks)]
         work = self.dist.all_gather(gathered, mine, group=self.group, async_op=True)
         self._wait(work, f"{what}: the agreement")
