@@ -270,6 +270,17 @@ def intranode(rank: int, num_ranks: int, num_tokens: int, hidden: int, num_exper
                         ref_topk_weights = topk_weights_pure_rand if current_x is x_pure_rand else topk_weights
                         assert calc_diff(check_topk_weights, ref_topk_weights) < 1e-9
                     checked += 1
+    # A held result is never reused for a later call's output (the twin pools outputs nobody holds).
+    recv_x, _, recv_w, _, handle, _ = buffer.dispatch(x_pure_rand, num_tokens_per_rank=num_tokens_per_rank,
+                                                      is_token_in_rank=is_token_in_rank,
+                                                      num_tokens_per_expert=num_tokens_per_expert,
+                                                      topk_idx=topk_idx, topk_weights=topk_weights_pure_rand)
+    first = buffer.combine(recv_x, handle)[0]
+    view_of_second = buffer.combine(recv_x * 2, handle)[0][:1]
+    snapshot = first.clone()
+    third = buffer.combine(recv_x * 3, handle)[0]
+    assert torch.equal(first, snapshot) and third.data_ptr() not in (first.data_ptr(), view_of_second.data_ptr())
+    assert torch.equal(view_of_second, (first[:1].float() * 2).to(torch.bfloat16))
     return {"checked": checked}
 
 

@@ -65,9 +65,10 @@ def reduce_rows(engine, rows, token, num_tokens: int, weights=None, out=None, ou
     for first in range(0, int(rows.shape[0]), _CHUNK):
         last = min(first + _CHUNK, int(rows.shape[0]))
         part = block[:last - first]
-        part.copy_(rows[first:last])
-        if weights is not None:
-            part.mul_(weights[first:last].unsqueeze(1))
+        if weights is None:
+            part.copy_(rows[first:last])
+        else:  # one pass: the BF16 rows times the fp32 weights, computed in fp32
+            torch.mul(rows[first:last], weights[first:last].unsqueeze(1), out=part)
         total.index_add_(0, token[first:last], part)
     for b in bias:
         if b is not None:
