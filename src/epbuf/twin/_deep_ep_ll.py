@@ -99,12 +99,10 @@ def low_latency_dispatch(buf, x, topk_idx, cumulative_local_expert_recv_stats, d
         expect(not bool(bad.any()), "topk_idx in [-1, num_experts)", "the kernel indexes experts with it",
                f"{int(bad.sum())} ids out of range")
         route = ExpertRoute(torch, topk_idx, num_experts, R)
-        return [hidden, T, num_experts, int(bool(use_fp8))], (route, hidden, L)
+        return [hidden, T, num_experts, int(bool(use_fp8))], route.per_expert, (route, hidden, L)
 
-    (route, hidden, L), rows = engine.agree("low_latency_dispatch", 4, prepare)
-    engine.same_everywhere(rows, slice(0, 4), "low_latency_dispatch", "hidden, num_max_dispatch_tokens_per_rank, "
-                           "num_experts and use_fp8")
-    counts = engine.gather(route.per_expert, "low_latency_dispatch")  # [sources, experts]
+    (route, hidden, L), _, counts = engine.agree_counts(  # counts: [sources, experts]
+        "low_latency_dispatch", "hidden, num_max_dispatch_tokens_per_rank, num_experts and use_fp8", 4, prepare)
     local = counts[:, me * L:(me + 1) * L]  # [sources, local experts]
     begin = torch.cumsum(local, 0) - local
     _, bf16_record, fp8_record, _ = ll_layout(T, hidden, R, num_experts)

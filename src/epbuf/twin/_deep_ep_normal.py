@@ -128,18 +128,21 @@ def intranode_dispatch(buf, x, x_scales, topk_idx, topk_weights, num_tokens_per_
             expect(torch.equal(route.counts.to(torch.int32), num_tokens_per_rank),
                    "num_tokens_per_rank == is_token_in_rank.sum(0)", "notify_dispatch sizes with the first, the "
                    "kernels send by the second", f"{num_tokens_per_rank.tolist()} vs {route.counts.tolist()}")
-        row = [int(cached), hidden, x.element_size(), num_scales, scale_code, num_topk, experts, channels]
-        return row, (route, channels, n, hidden, num_topk, num_scales)
+        head = [int(cached), hidden, x.element_size(), num_scales, scale_code, num_topk, experts, channels]
+        if cached:  # the rows this rank sends, and those its handle expects from each rank
+            expected = torch.diff(rank_prefix[:, me].to(torch.int64), prepend=torch.zeros(1, dtype=torch.int64))
+            info, prefix, send_head = torch.cat([route.counts, expected]), None, None
+        else:  # the rows it sends, its tokens per expert, its per-channel prefix to each rank
+            prefix, send_head = _channel_counts(torch, mask, channels)
+            info = torch.cat([route.counts, num_tokens_per_expert.to(torch.int64), prefix.reshape(-1).to(torch.int64)])
+        return head, info, (route, channels, n, hidden, num_topk, num_scales, prefix, send_head)
 
-    (route, channels, n, hidden, num_topk, num_scales), rows = engine.agree("dispatch", _FP_LEN, prepare)
-    engine.same_everywhere(rows, slice(0, _FP_LEN), "dispatch", "cached, hidden, element size, scales, scale dtype, "
-                           "top-k, experts and channels")
-    experts = int(rows[0, 6])
+    (route, channels, n, hidden, num_topk, num_scales, prefix, send_head), heads, counts = engine.agree_counts(
+        "dispatch", "cached, hidden, element size, scales, scale dtype, top-k, experts and channels", _FP_LEN, prepare)
+    experts = int(heads[0, 6])
     L = experts // R if experts else 0
     if cached:
         rank_prefix = handle[0]
-        expected = torch.diff(rank_prefix[:, me].to(torch.int64), prepend=torch.zeros(1, dtype=torch.int64))
-        counts = engine.gather(torch.cat([route.counts, expected]), "dispatch")
         sends, expects = counts[:, :R], counts[:, R:]
         if not torch.equal(sends, expects.t()):
             raise UpstreamAssertion("cached dispatch: a rank's handle does not match the others' (the counts sent "
@@ -147,9 +150,6 @@ def intranode_dispatch(buf, x, x_scales, topk_idx, topk_weights, num_tokens_per_
         recv_counts = sends[:, me]
         num_recv = int(handle[3].shape[0])
     else:
-        prefix, send_head = _channel_counts(torch, is_token_in_rank, channels)
-        info = torch.cat([route.counts, num_tokens_per_expert.to(torch.int64), prefix.reshape(-1).to(torch.int64)])
-        counts = engine.gather(info, "dispatch")
         sends = counts[:, :R]
         recv_counts = sends[:, me]
         rank_prefix = torch.cumsum(sends, 0).to(torch.int32)

@@ -172,6 +172,32 @@ class Engine:
             raise UpstreamAssertion(f"rank {first} of {self.num_ranks}: {messages[first]}")
         return payload, rows[:, 1:]
 
+    def agree_counts(self, what: str, names: str, head_len: int, prepare, cap: int = 256):
+        """:meth:`agree` for calls whose counts' length depends on the arguments: ``prepare()`` ->
+        ``(head, counts, payload)``; the row is ``[head, len(counts), counts padded to cap]``, so
+        the counts ride in the same all-gather when they fit (else they follow in a second one,
+        once every rank has shown the same head and length: a gloo all-gather of mismatched
+        sizes aborts the process). Every rank must show the same ``head`` (``names`` says what
+        it holds). Returns ``(payload, heads [num_ranks, head_len], counts [num_ranks, n])``."""
+        torch = self.torch
+
+        def wrapped():
+            head, counts, payload = prepare()
+            counts = torch.as_tensor(counts, dtype=torch.int64).reshape(-1)
+            n = int(counts.shape[0])
+            row = torch.zeros(head_len + 1 + cap, dtype=torch.int64)
+            row[:head_len] = torch.as_tensor(head, dtype=torch.int64)
+            row[head_len] = n
+            if n <= cap:
+                row[head_len + 1:head_len + 1 + n] = counts
+            return row, (payload, counts)
+
+        (payload, counts), rows = self.agree(what, head_len + 1 + cap, wrapped)
+        self.same_everywhere(rows, slice(0, head_len + 1), what, names + " (and so the counts' length)")
+        n = int(rows[0, head_len])
+        table = rows[:, head_len + 1:head_len + 1 + n] if n <= cap else self.gather(counts, what)
+        return payload, rows[:, :head_len], table
+
     def gather(self, values, what: str):
         """All-gather of one int64 vector per rank (every rank's of the same length, as the
         agreement before it established): ``[num_ranks, len(values)]``."""
