@@ -343,6 +343,12 @@ def refusals(rank: int, num_ranks: int) -> dict:
     out["odd num_sms"] = _refusal(lambda: d.Buffer(group, -(-need // 128) * 128, 0).dispatch(
         x, num_tokens_per_rank=ntr, is_token_in_rank=itr, num_tokens_per_expert=nte, config=d.Config(23, 8, 256)))
     out["rdma bytes without low latency"] = _refusal(lambda: d.Buffer(group, 0, 1 << 20))
+    wrong = ntr.clone()
+    wrong[0] += 1
+    out["num_tokens_per_rank disagrees"] = _refusal(lambda: normal(-(-need // 128) * 128) if rank == 0 else
+                                                    d.Buffer(group, -(-need // 128) * 128, 0).dispatch(
+        x, num_tokens_per_rank=wrong, is_token_in_rank=itr, num_tokens_per_expert=nte, topk_idx=topk,
+        topk_weights=torch.ones(T, K), config=config))
     return out
 
 

@@ -47,6 +47,7 @@ def test_two_ranks_pass_deepeps_assertions_and_refuse_on_every_rank():
         "nvl smallest - 128": "(hidden + index + top-k + scales) <= num_nvl_bytes) failed (csrc/legacy/buffer.hpp:627",
         "odd num_sms": "EP_HOST_ASSERT(config.num_sms % 2 == 0) failed",
         "rdma bytes without low latency": "EP_HOST_ASSERT(num_ranks > NUM_MAX_NVL_PEERS or low_latency_mode)",
+        "num_tokens_per_rank disagrees": "rank 1 of 2: num_tokens_per_rank == is_token_in_rank.sum(0) failed",
     }
     for name, text in expected.items():
         assert r[name].startswith("UpstreamAssertion: rank ") and text in r[name], (name, r[name])
