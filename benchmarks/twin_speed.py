@@ -6,7 +6,8 @@ goes first) one ``epbuf.twin.deep_ep`` dispatch + combine and the floor: two bar
 (same split sizes, buffers allocated before the clock starts; no count exchange, no packing,
 no reduction). Modes: ``ll`` (``low_latency_dispatch`` BF16 + ``low_latency_combine``) and
 ``normal`` (``get_dispatch_layout`` + intranode ``dispatch`` with top-k + ``combine``), hidden
-7,168, top-k 8, 64 experts (``NVSHMEM_QP_DEPTH`` raised for 4,096 tokens, as upstream asks). Figures: medians over the iterations of the slower rank;
+7,168, top-k 8, 64 experts (``NVSHMEM_QP_DEPTH`` raised for 4,096 tokens, as upstream asks).
+Figures: medians over the iterations of the slower rank;
 ``ratio = twin / floor`` (target <= 1.5).
 
     python benchmarks/twin_speed.py

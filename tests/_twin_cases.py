@@ -44,7 +44,8 @@ def per_token_cast_back(codes, scales):
     if codes.numel() == 0:
         return codes.to(torch.bfloat16)
     if scales.dtype == torch.int32:
-        scales = (torch.empty(scales.shape, dtype=scales.dtype).copy_(scales).view(torch.uint8).to(torch.int32) << 23).view(torch.float32)
+        packed = torch.empty(scales.shape, dtype=scales.dtype).copy_(scales)  # stride 1 in the last dimension
+        scales = (packed.view(torch.uint8).to(torch.int32) << 23).view(torch.float32)
     m, n = codes.shape
     return (codes.float().view(m, -1, 128) * scales.reshape(m, -1, 1)).view(m, n).to(torch.bfloat16)
 
@@ -104,7 +105,8 @@ def low_latency(rank: int, num_ranks: int, num_tokens: int, hidden: int, num_exp
                             assert packed_recv_x.dtype == torch.bfloat16
                             assert packed_recv_x.shape == (num_local_experts, capacity, hidden)
                             gemm_x = packed_recv_x.clone()
-                        assert packed_recv_count.dtype == torch.int32 and packed_recv_count.shape == (num_local_experts,)
+                        assert packed_recv_count.dtype == torch.int32
+                        assert packed_recv_count.shape == (num_local_experts,)
                         assert handle[0].dtype == torch.int32 and handle[0].shape == (num_local_experts, capacity)
                         assert handle[1].dtype == torch.int64 and handle[1].shape == (num_local_experts, num_ranks)
                         for i in range(num_local_experts):
@@ -143,8 +145,8 @@ def low_latency(rank: int, num_ranks: int, num_tokens: int, hidden: int, num_exp
                                 zero_copy=zero_copy, return_recv_hook=return_recv_hook, out=out)
                             hook() if return_recv_hook else event.current_stream_wait()
                             assert combined_x is out
-                            diff = calc_diff(current_x * topk_weights.masked_fill(topk_idx == -1, 0).sum(dim=1).view(-1, 1),
-                                             combined_x)
+                            weight_sums = topk_weights.masked_fill(topk_idx == -1, 0).sum(dim=1).view(-1, 1)
+                            diff = calc_diff(current_x * weight_sums, combined_x)
                             assert torch.isnan(combined_x).sum().item() == 0
                             if not round_scale:
                                 assert diff < (9e-4 if use_fp8 else 1e-5), f"{diff=}, {use_fp8=}, {zero_copy=}"
@@ -369,8 +371,8 @@ def dead_peer(rank: int, num_ranks: int) -> dict:
 def everything(rank: int, num_ranks: int, ll_shape: tuple, normal_shape: tuple, die: bool) -> dict:
     """One spawn, many cases (each spawn costs a torch import per rank): low latency, intranode,
     the refusals, then (``die``) rank 1 exits and the others see a dead peer."""
-    out = {"low_latency": low_latency(rank, num_ranks, *ll_shape), "intranode": intranode(rank, num_ranks, *normal_shape),
-           "refusals": refusals(rank, num_ranks)}
+    out = {"low_latency": low_latency(rank, num_ranks, *ll_shape),
+           "intranode": intranode(rank, num_ranks, *normal_shape), "refusals": refusals(rank, num_ranks)}
     if die:
         out["dead peer"] = dead_peer(rank, num_ranks)
     return out

@@ -160,7 +160,7 @@ def low_latency_dispatch(buf, x, topk_idx, cumulative_local_expert_recv_stats, d
 def low_latency_combine(buf, x, topk_idx, topk_weights, handle, use_logfmt, zero_copy, async_finish,
                         return_recv_hook, out, combine_wait_recv_cost_stats):
     engine, torch = buf._engine, buf._engine.torch
-    R, me = engine.num_ranks, engine.rank
+    R = engine.num_ranks
     src_info, layout_range, T, hidden, num_experts = handle
 
     def prepare():

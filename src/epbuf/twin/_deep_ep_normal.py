@@ -23,7 +23,8 @@ from ._engine_records import TokenRoute, pack_rows, record_layout, reduce_rows, 
 __all__ = ["intranode_dispatch", "intranode_combine"]
 
 BUF = "csrc/legacy/buffer.hpp:{} @dd758ca"
-_FP_LEN = 8  # the agreement's fingerprint: [cached, hidden, element size, scales, scale dtype, top-k, experts, channels]
+# The agreement's fingerprint: [cached, hidden, element size, scales, scale dtype, top-k, experts, channels].
+_FP_LEN = 8
 
 
 def _check_tensor(t, name: str, dtype, dims: int, line: str) -> None:
@@ -66,7 +67,8 @@ def intranode_dispatch(buf, x, x_scales, topk_idx, topk_weights, num_tokens_per_
                    "EP_HOST_ASSERT(cached prefix matrices of [num_ranks, num_ranks] and [num_ranks, num_channels])",
                    BUF.format("463, 465"), f"{tuple(rank_prefix.shape)}, {tuple(channel_prefix.shape)}")
         else:
-            assert num_tokens_per_rank is not None and is_token_in_rank is not None and num_tokens_per_expert is not None
+            assert num_tokens_per_rank is not None and is_token_in_rank is not None \
+                and num_tokens_per_expert is not None
             mask = is_token_in_rank
         expect(mask.dtype == torch.bool, "EP_HOST_ASSERT(is_token_in_rank.scalar_type() == torch::kBool)",
                BUF.format(447), f"is {mask.dtype}")
@@ -75,7 +77,8 @@ def intranode_dispatch(buf, x, x_scales, topk_idx, topk_weights, num_tokens_per_
             _check_tensor(num_tokens_per_rank, "num_tokens_per_rank", torch.int32, 1, "453, 470")
         _check_tensor(x, "x", None, 2, 457)
         n, hidden = int(x.shape[0]), int(x.shape[1])
-        expect(hidden * x.element_size() % 16 == 0, "EP_HOST_ASSERT((x.size(1) * x.element_size()) % sizeof(int4) == 0)",
+        expect(hidden * x.element_size() % 16 == 0,
+               "EP_HOST_ASSERT((x.size(1) * x.element_size()) % sizeof(int4) == 0)",
                BUF.format(458), f"hidden {hidden} x {x.element_size()} B")
         _check_tensor(mask, "is_token_in_rank", None, 2, 459)
         expect(tuple(mask.shape) == (n, R), "EP_HOST_ASSERT(is_token_in_rank.size(0) == x.size(0) and "
@@ -86,7 +89,8 @@ def intranode_dispatch(buf, x, x_scales, topk_idx, topk_weights, num_tokens_per_
             expect(experts % R == 0, "EP_HOST_ASSERT(num_tokens_per_expert->size(0) % num_ranks == 0)", BUF.format(468),
                    f"{experts} experts, {R} ranks")
             expect(experts // R <= 1024, "EP_HOST_ASSERT(num_local_experts <= NUM_MAX_LOCAL_EXPERTS)", BUF.format(469))
-            expect(tuple(num_tokens_per_rank.shape) == (R,), "EP_HOST_ASSERT(num_tokens_per_rank->size(0) == num_ranks)",
+            expect(tuple(num_tokens_per_rank.shape) == (R,),
+                   "EP_HOST_ASSERT(num_tokens_per_rank->size(0) == num_ranks)",
                    BUF.format(471))
         expect((topk_idx is None) == (topk_weights is None),
                "EP_HOST_ASSERT(topk_idx.has_value() == topk_weights.has_value())", BUF.format(481))
@@ -146,7 +150,8 @@ def intranode_dispatch(buf, x, x_scales, topk_idx, topk_weights, num_tokens_per_
         sends, expects = counts[:, :R], counts[:, R:]
         if not torch.equal(sends, expects.t()):
             raise UpstreamAssertion("cached dispatch: a rank's handle does not match the others' (the counts sent "
-                                    f"{sends.tolist()} vs expected {expects.t().tolist()}); pass each rank's own handle")
+                                    f"{sends.tolist()} vs expected {expects.t().tolist()}); pass each rank's own "
+                                    "handle")
         recv_counts = sends[:, me]
         num_recv = int(handle[3].shape[0])
     else:
@@ -175,7 +180,8 @@ def intranode_dispatch(buf, x, x_scales, topk_idx, topk_weights, num_tokens_per_
     num_rows = int(route.token.shape[0])
     send = pack_rows(torch, layout, num_rows, route.token, out=engine.scratch(("dispatch", "send"),
                                                                              num_rows * layout.num_bytes), **values)
-    recv = engine.exchange(send, route.counts.tolist(), recv_counts.tolist(), "dispatch", key=("dispatch", "recv")).wait()
+    recv = engine.exchange(send, route.counts.tolist(), recv_counts.tolist(), "dispatch",
+                           key=("dispatch", "recv")).wait()
     got = unpack_rows(layout, recv)
     real = int(recv.shape[0])
     recv_x = engine.output("dispatch x", (num_recv, hidden), x.dtype)
