@@ -27,6 +27,7 @@ The package, one concept per module:
 ``ll_report``     the ``deepep-ll`` report and summary
 ``memory``        what the ``Buffer`` constructor allocates besides the hints (NVL metadata, workspace)
 ``limits``        limit rows and findings shared by both reports
+``intranode``     the intranode dispatch/combine host asserts on ``num_nvl_bytes``, per call
 
 Everything public is importable from here; a name loads only its own module (and what
 that module needs), so ``epbuf hint --backend deepep-ll`` never imports the normal mode.
@@ -58,6 +59,8 @@ _EXPORTS = {
                     "max_low_latency_tokens"),
     "normal": ("report_normal", "summarize_normal"),
     "ll_report": ("report_low_latency", "summarize_low_latency"),
+    "intranode": ("notify_dispatch_nvl_bytes", "intranode_dispatch_nvl_bytes", "cached_notify_combine_nvl_bytes",
+                  "intranode_combine_nvl_bytes"),
     "memory": ("NUM_MAX_FIFO_SLOTS", "nvl_metadata_regions", "nvl_metadata_num_bytes", "nvl_metadata",
                "nvl_buffer_with", "nvl_allocation", "workspace_buffer", "workspace_allocation"),
 }
