@@ -155,3 +155,13 @@ def test_cold_start_shortcuts_leave_in_process_callers_alone(capsys):
     translate, frozen = argparse._, gc.get_freeze_count()
     code, out, _ = run_cli(capsys, "hint", "--bogus")
     assert code == 2 and argparse._ is translate and gc.get_freeze_count() == frozen
+
+
+def test_topk_above_experts_is_refused_by_every_command(capsys):
+    err = one_line_error(capsys, "engine", "vllm", "--topk", "9", "--experts", "8")
+    assert "--topk = 9: allowed 0..8" in err
+    code, out, _ = run_cli(capsys, "sweep", "--topk", "9", "--experts", "8", "--backends", "ascend", "--json")
+    (row,) = json.loads(out)["rows"]
+    assert row[-1].startswith("--topk (num_topk) = 9: allowed 0..8")
+    one_line_error(capsys, "compare", "--topk", "9", "--experts", "8")
+    one_line_error(capsys, "fit", "--topk", "9", "--experts", "8", "--budget", "8GiB")
