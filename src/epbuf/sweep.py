@@ -83,6 +83,7 @@ def sweep(base: Plan, axes: dict[str, list], backends: list[str] | tuple[str, ..
     rows: list = []
     for backend in backends:
         fn = summarizer(backend)
+        fn = getattr(fn, "__wrapped__", fn)  # the plans below are built checked: no argument guard per row
         for combo in itertools.product(*values):
             if progress is not None and len(rows) % PROGRESS_EVERY == 0:
                 progress(len(rows), count)
