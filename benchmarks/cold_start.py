@@ -3,7 +3,8 @@
 The commands run alternately in the same clean virtual environment, so machine noise
 hits them alike; the figure is the ratio of their medians to the floor ``python -c 'import
 argparse'`` (target: ``epbuf hint`` <= 1.5, aim <= 1.3); the ratio of the fastest runs is
-printed too, as it moves less when other jobs share the machine. A one-parser argparse CLI is listed for
+printed too, as it moves less when other jobs share the machine, and the ratio of median CPU
+times (user + system of the child), which moves least. A one-parser argparse CLI is listed for
 context: building any ``ArgumentParser`` calls gettext, which imports ``locale``.
 
     python benchmarks/cold_start.py                # builds a fresh venv with epbuf installed
@@ -37,6 +38,17 @@ def timed(cmd: list[str]) -> float:
     return time.perf_counter() - start
 
 
+def cpu_timed(cmd: list[str]) -> tuple[float, float]:
+    """``(wall seconds, CPU seconds)`` of one run: the child's user + system time, which other
+    jobs on a shared machine change far less than the wall time they delay it by."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed(cmd)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--venv", type=Path, help="a venv with epbuf installed (default: build a fresh one)")
@@ -56,18 +68,22 @@ def main(argv: list[str] | None = None) -> int:
         for cmd in commands.values():  # warm the page cache and write .pyc files
             timed(cmd)
         samples: dict[str, list[float]] = {name: [] for name in commands}
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.runs):
             for name, cmd in commands.items():
-                samples[name].append(timed(cmd))
+                wall, used = cpu_timed(cmd)
+                samples[name].append(wall)
+                cpu[name].append(used)
 
-    floor = statistics.median(samples["python -c 'import argparse'"])
-    floor_min = min(samples["python -c 'import argparse'"])
+    base = "python -c 'import argparse'"
+    floor, floor_min, floor_cpu = statistics.median(samples[base]), min(samples[base]), statistics.median(cpu[base])
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, {args.runs} alternating runs each"
           f"; load average {os.getloadavg()[0]:.1f}")
-    print(f"{'command':32} {'median ms':>10} {'ratio':>6} {'min ms':>7} {'ratio':>6}")
+    print(f"{'command':32} {'median ms':>10} {'ratio':>6} {'min ms':>7} {'ratio':>6} {'CPU ms':>7} {'ratio':>6}")
     for name, values in samples.items():
-        median, fastest = statistics.median(values), min(values)
-        print(f"{name:32} {median * 1000:10.1f} {median / floor:6.2f} {fastest * 1000:7.1f} {fastest / floor_min:6.2f}")
+        median, fastest, used = statistics.median(values), min(values), statistics.median(cpu[name])
+        print(f"{name:32} {median * 1000:10.1f} {median / floor:6.2f} {fastest * 1000:7.1f} {fastest / floor_min:6.2f}"
+              f" {used * 1000:7.1f} {used / floor_cpu:6.2f}")
     return 0
 
 

@@ -143,3 +143,25 @@ def test_a_checkpoint_folder_is_read_as_vllm_takes_it(tmp_path, capsys):
                                                        "n_routed_experts": 64}))
     code, out, _ = run_cli(capsys, "hint", "--model", str(tmp_path), "--json")
     assert code == 0 and json.loads(out)["inputs"]["hidden"] == 2048
+
+
+def test_cold_start_shortcuts_leave_in_process_callers_alone(capsys):
+    """benchmarks/cold_start.py: main() run as the program skips gettext's catalog search and
+    freezes the objects before the exit; called with an argv (tests, serve) it changes neither
+    argparse nor the garbage collector."""
+    import argparse
+    import gc
+
+    translate, frozen = argparse._, gc.get_freeze_count()
+    code, out, _ = run_cli(capsys, "hint", "--bogus")
+    assert code == 2 and argparse._ is translate and gc.get_freeze_count() == frozen
+
+
+def test_topk_above_experts_is_refused_by_every_command(capsys):
+    err = one_line_error(capsys, "engine", "vllm", "--topk", "9", "--experts", "8")
+    assert "--topk = 9: allowed 0..8" in err
+    code, out, _ = run_cli(capsys, "sweep", "--topk", "9", "--experts", "8", "--backends", "ascend", "--json")
+    (row,) = json.loads(out)["rows"]
+    assert row[-1].startswith("--topk (num_topk) = 9: allowed 0..8")
+    one_line_error(capsys, "compare", "--topk", "9", "--experts", "8")
+    one_line_error(capsys, "fit", "--topk", "9", "--experts", "8", "--budget", "8GiB")

@@ -164,10 +164,11 @@ class Checker:
     epbuf.errors.InvalidArgumentError: --topk (num_topk) = 40: allowed 0..32 (kNumTopk <= 32)
     """
 
-    __slots__ = ("problems",)
+    __slots__ = ("problems", "subclassed")
 
     def __init__(self) -> None:
         self.problems: list[Problem] = []
+        self.subclassed: list[str] = []  # arguments given as an int subclass (IntEnum ...), which pass
 
     def add(self, argument: str, value: object, allowed: str) -> None:
         self.problems.append(Problem(argument, value, allowed))
@@ -177,6 +178,8 @@ class Checker:
         if isinstance(value, bool) or not isinstance(value, int):
             self.add(argument, value, "must be an integer")
             return False
+        if type(value) is not int:
+            self.subclassed.append(argument)
         return True
 
     def int_range(self, argument: str, value: object, lo: int, hi: int | None, why: str = "") -> bool:

@@ -182,10 +182,8 @@ class Plan(Record):
             if not isinstance(getattr(self, name), bool):
                 c.add(name, getattr(self, name), "must be True or False")
         c.raise_if_any()
-        for name in self._record_fields:  # an int subclass counts as the int it is (issue 21)
-            value = getattr(self, name)
-            if isinstance(value, int) and type(value) is not int and not isinstance(value, bool):
-                object.__setattr__(self, name, int(value))
+        for name in c.subclassed:  # an int subclass counts as the int it is (issue 21)
+            object.__setattr__(self, name, int(getattr(self, name)))
 
     @property
     def ranks_per_node(self) -> int:

@@ -83,6 +83,7 @@ def sweep(base: Plan, axes: dict[str, list], backends: list[str] | tuple[str, ..
     rows: list = []
     for backend in backends:
         fn = summarizer(backend)
+        fn = getattr(fn, "__wrapped__", fn)  # the plans below are built checked: no argument guard per row
         for combo in itertools.product(*values):
             if progress is not None and len(rows) % PROGRESS_EVERY == 0:
                 progress(len(rows), count)
@@ -92,6 +93,9 @@ def sweep(base: Plan, axes: dict[str, list], backends: list[str] | tuple[str, ..
             fields.update(template)
             fields.update(zip(names, combo))
             try:
+                if fields["num_topk"] > fields["num_experts"]:  # a token picks num_topk distinct experts
+                    raise EpbufError(f"--topk (num_topk) = {fields['num_topk']}: allowed 0..{fields['num_experts']} "
+                                     "(each token picks num_topk distinct experts of --experts)")
                 s = fn(plan)
             except EpbufError as error:
                 rows.append((backend,) + axis_values(fields) + (None, None, "", "", str(error)))

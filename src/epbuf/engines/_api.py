@@ -117,6 +117,10 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
     c.raise_if_any()
 
     spec_model, base, model_notes, block_fp8 = _shape(model, hidden, num_topk, num_experts, num_shared_experts)
+    if base["num_topk"].value > base["num_experts"].value:  # a token picks num_topk distinct experts
+        raise InvalidArgumentError([EngineProblem("--topk", base["num_topk"].value,
+                                                  f"allowed 0..{base['num_experts'].value} (each token picks "
+                                                  "num_topk distinct experts of --experts)")])
     device_name, device_bytes, device_spec = _device(device)
     settings = resolve_settings(spec.knobs, flags, env, engine)
     if ranks_flag is not None and (not isinstance(ranks_flag, str) or not ranks_flag):

@@ -44,14 +44,16 @@ def limit_rows(kernel: str, max_num_tokens: int, num_experts: int, world_size: i
         InvalidArgumentError: a count that is not an ``int`` >= 0, or ``world_size`` /
             ``dp_size`` below 1 (upstream divides by both).
     """
-    from .sizes import _count, _divisor
+    counts = (max_num_tokens, num_experts, hidden_dim, hidden_dim_bytes, hidden_dim_scale_bytes, ranks_per_node)
+    if not (all(type(x) is int and x >= 0 for x in counts) and type(world_size) is int and type(dp_size) is int
+            and world_size > 0 and dp_size > 0):  # sweeps call this per row: one pass on the good path
+        from .sizes import _count, _divisor
 
-    for name, value in (("max_num_tokens", max_num_tokens), ("num_experts", num_experts), ("hidden_dim", hidden_dim),
-                        ("hidden_dim_bytes", hidden_dim_bytes), ("hidden_dim_scale_bytes", hidden_dim_scale_bytes),
-                        ("ranks_per_node", ranks_per_node)):
-        _count(name, value)
-    _divisor("world_size", world_size)
-    _divisor("dp_size", dp_size)
+        for name, value in zip(("max_num_tokens", "num_experts", "hidden_dim", "hidden_dim_bytes",
+                                "hidden_dim_scale_bytes", "ranks_per_node"), counts):
+            _count(name, value)
+        _divisor("world_size", world_size)
+        _divisor("dp_size", dp_size)
     groups = -(-world_size // dp_size)
     local = -(-(num_experts % (1 << 32)) // world_size)  # ceil_div<uint32_t>: numExperts taken mod 2^32
     rows = [
