@@ -84,6 +84,16 @@ def _section(level: int, title: str, help_text: str, parser: argparse.ArgumentPa
     return lines
 
 
+def _full_parser(command: str, name: str, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The parser a sub-command really runs with: ``epbuf engine NAME`` registers a stub that takes
+    the rest of the line, and builds the engine's own parser (its flags and variables) on use."""
+    if command == "engine":
+        from epbuf.cli.engine import build_engine_parser
+
+        return build_engine_parser(name)
+    return parser
+
+
 def cli_reference() -> str:
     """Every command and option of ``epbuf``, as Markdown, from the parsers themselves."""
     import os
@@ -100,7 +110,7 @@ def cli_reference() -> str:
         sub = commands[name]
         lines += _section(2, f"{PROG} {name}", help_text, sub)
         for engine, engine_parser in _subparsers(sub).items():
-            lines += _section(3, f"{PROG} {name} {engine}", "", engine_parser)
+            lines += _section(3, f"{PROG} {name} {engine}", "", _full_parser(name, engine, engine_parser))
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,82 @@
+"""The documentation site's structure, without building it (``mkdocs build --strict`` in ``.ci/run``
+does that): the navigation reaches every page, the generated command reference names every option of
+every parser, and README's links lead to files that exist."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+
+def _nav_pages() -> list[str]:
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = text.split("\nnav:\n", 1)[1]
+    return re.findall(r"^\s*-\s+(?:[^:\n]+:\s+)?([\w./-]+\.md)\s*$", nav, flags=re.MULTILINE)
+
+
+def test_the_navigation_reaches_every_page_and_only_pages_that_exist():
+    pages = _nav_pages()
+    on_disk = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md"))
+    assert len(pages) > 40 and len(set(pages)) == len(pages)
+    assert sorted(set(on_disk) - set(pages)) == []       # a page the navigation does not reach
+    assert sorted(set(pages) - set(on_disk)) == []       # a navigation entry without its page
+
+
+def _reference_module():
+    spec = importlib.util.spec_from_file_location("cli_reference", DOCS / "hooks" / "cli_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _parsers(parser: argparse.ArgumentParser, prog: str):
+    """Every parser the command line runs, ``epbuf engine NAME``'s own (built on use) included."""
+    from epbuf.cli.engine import build_engine_parser
+
+    yield prog, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                if prog == "epbuf engine":
+                    sub = build_engine_parser(name)
+                yield from _parsers(sub, f"{prog} {name}")
+
+
+def test_the_command_reference_names_every_command_and_option():
+    """The hook's page is generated from the parsers; this checks the generator misses nothing
+    (a command, an engine, an option string, a group)."""
+    from epbuf.cli import build_parser
+
+    module = _reference_module()
+    page = module.cli_reference()
+    missing = []
+    parsers = list(_parsers(build_parser(), "epbuf"))
+    assert len(parsers) > 15  # the commands and the engines
+    assert sum(len(p._actions) for prog, p in parsers if prog.startswith("epbuf engine ")) > 100
+    for prog, parser in parsers:
+        if f"## `{prog}`" not in page:
+            missing.append(prog)
+        for action in parser._actions:
+            for option in action.option_strings:
+                if f"`{option}" not in page and f", {option}" not in page:
+                    missing.append(f"{prog} {option}")
+    assert missing == []
+    page_marker = (DOCS / "reference" / "cli.md").read_text(encoding="utf-8")
+    assert module.MARKER in page_marker
+    assert module.on_page_markdown(page_marker, None, None, None).count("## `epbuf ") >= len(parsers) - 1
+
+
+def test_readme_links_lead_to_files():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme)
+    assert len(targets) > 10
+    assert [t for t in targets if not t.startswith("http") and not (ROOT / t).exists()] == []
+
+
+def test_readme_stays_short():
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 200
