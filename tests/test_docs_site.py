@@ -80,3 +80,19 @@ def test_readme_links_lead_to_files():
 
 def test_readme_stays_short():
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 200
+
+
+def test_each_picture_is_made_by_the_command_its_page_shows():
+    """docs/regen.py draws each plot with the command line a page shows next to it (so the picture
+    and the example cannot tell different stories), into the file the page displays."""
+    spec = importlib.util.spec_from_file_location("regen", DOCS / "regen.py")
+    regen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(regen)
+    pages = {p.name: p.read_text(encoding="utf-8") for p in (DOCS / "guides").glob("*.md")}
+    for argv, option, name, page in [(regen.SWEEP, "--plot", "sweep.png", "sweep-and-plot.md"),
+                                     (regen.SIMULATE, "--plot", "simulate.png", "simulate.md"),
+                                     (regen.LAYOUT, "--svg", "byte-map.svg", "size-a-deployment.md")]:
+        assert f"$ epbuf {' '.join(argv)} {option} {name}\n" in pages[page], name
+        assert f"](../images/{name})" in pages[page] and (DOCS / "images" / name).exists()
+    assert set(regen.PICTURES) == {"sweep", "simulate", "byte-map", "serve"}
+    assert "](../images/serve.png)" in pages["web-page.md"] and (DOCS / "images" / "serve.png").exists()
