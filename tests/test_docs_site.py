@@ -96,3 +96,19 @@ def test_each_picture_is_made_by_the_command_its_page_shows():
         assert f"](../images/{name})" in pages[page] and (DOCS / "images" / name).exists()
     assert set(regen.PICTURES) == {"sweep", "simulate", "byte-map", "serve"}
     assert "](../images/serve.png)" in pages["web-page.md"] and (DOCS / "images" / "serve.png").exists()
+
+
+def test_docstrings_sessions_and_tables_become_code_blocks():
+    """The API reference's hook (docs/hooks/doctest_blocks.py): a ``>>>`` session and an RST simple
+    table become fenced blocks, roles become code spans, and fenced code is left alone."""
+    markdown = __import__("pytest").importorskip("markdown", reason="the docs extra: python3 -m pip install '.[docs]'")
+    spec = importlib.util.spec_from_file_location("doctest_blocks", DOCS / "hooks" / "doctest_blocks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    lines = ["See :func:`report` and :class:`~epbuf.plan.Plan`.", "", ">>> f()", "[1843]", "",
+             "====  ====", "a     b", "====  ====", "", "```", ">>> kept", "```"]
+    out = module._DoctestFences(markdown.Markdown()).run(lines)
+    assert out[0] == "See `report` and `epbuf.plan.Plan`."
+    assert out[out.index(">>> f()") - 1] == "```pycon" and out[out.index("[1843]") + 1] == "```"
+    assert out[out.index("====  ====") - 1] == "```text" and "a     b" in out
+    assert out[-3:] == ["```", ">>> kept", "```"]
