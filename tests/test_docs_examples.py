@@ -7,8 +7,9 @@ exact output (standard output, then standard error); a line that is just ``...``
 number of lines. ``$ echo $?`` prints the exit status of the command before it; a command that exits
 with another status than 0 must be followed by one (an example does not fail unseen). Only ``epbuf``
 commands run, in-process (``tests/_cli_run.py``), in a fresh temporary directory per block (files
-a command writes land there), with ``COLUMNS`` unset, so the text wraps at the 100 columns of a
-non-terminal, and an empty Hugging Face cache.
+a command writes land there), with ``COLUMNS=100`` (the width text wraps at when standard output is
+not a terminal; it also fixes ``--help``'s width, which argparse takes from the terminal) and an
+empty Hugging Face cache.
 
 ``EPBUF_UPDATE_DOCS=1 python -m pytest tests/test_docs_examples.py`` rewrites the shown outputs in
 place with the real ones, keeping each ``...`` elision where it was (the lines around it are
@@ -205,7 +206,7 @@ def run_block(block: Block, capsys) -> list[list[str]]:
 @pytest.fixture
 def docs_env(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setenv("COLUMNS", "100")
     for name in ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
         monkeypatch.setenv(name, str(tmp_path / "hf"))
     return tmp_path
