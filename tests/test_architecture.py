@@ -172,20 +172,26 @@ def test_python_m_epbuf_and_the_console_entry_point():
         assert done.returncode == 0 and done.stdout.startswith("ascend"), done.stderr
 
 
-def _readme_layout() -> str:
-    # The README beside the tests, not beside the package: CI installs epbuf into site-packages.
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parents[1]  # the checkout beside the tests: CI installs epbuf into site-packages
+
+
+def _layout_block(path: Path) -> str:
+    text = path.read_text(encoding="utf-8")
     section = text.split("## Layout of the code", 1)[1]
     return section.split("```", 2)[1]
 
 
-def test_the_readme_layout_names_every_module():
-    """README's "Layout of the code" names every module and package of epbuf, and every module of
-    each package (``__init__``/``__main__`` aside), so it stays true to the tree."""
-    layout = _readme_layout()
+def _words(layout: str) -> set[str]:
     for mark in "/,():;+":
         layout = layout.replace(mark, " " if mark != "/" else "/ ")
-    words = set(layout.split())
+    return set(layout.split())
+
+
+def test_the_layout_page_names_every_module():
+    """The project's map, docs/background/layout.md "Layout of the code", names every module and
+    package of epbuf, and every module of each package (``__init__``/``__main__`` aside), so it
+    stays true to the tree."""
+    words = _words(_layout_block(ROOT / "docs" / "background" / "layout.md"))
     missing = []
     for path in sorted(SRC.rglob("*.py")):
         if path.stem in ("__init__", "__main__"):
@@ -197,3 +203,13 @@ def test_the_readme_layout_names_every_module():
         if folder != SRC and folder.name + "/" not in words:
             missing.append(str(folder.relative_to(SRC)) + "/")
     assert missing == []
+
+
+def test_the_readme_map_names_every_top_level_package_and_links_the_full_map():
+    """README's short "Layout of the code" names each package directly under src/epbuf/ and points
+    at the module-level map."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    words = _words(_layout_block(ROOT / "README.md"))
+    packages = sorted(p.parent.name + "/" for p in SRC.glob("*/__init__.py"))
+    assert [p for p in packages if p not in words] == []
+    assert "docs/background/layout.md" in readme.split("## Layout of the code", 1)[1]
