@@ -212,15 +212,23 @@ def docs_env(tmp_path, monkeypatch):
     return tmp_path
 
 
+#: path -> [(line as parsed, lines added there)]: the blocks were parsed before any rewrite, so a
+#: later block of the same file moves by what the earlier rewrites added.
+_SHIFTS: dict = {}
+
+
 def _update(block: Block, outputs: list[list[str]]) -> None:
     """Rewrite the block's shown outputs in its file (later commands first, so line numbers hold)."""
     lines = block.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    shifts = _SHIFTS.setdefault(block.path, [])
+    moved = sum(delta for line, delta in shifts if line < block.line)
     for command, output in reversed(list(zip(block.commands, outputs))):
         if matches(command.expected, output):
             continue
         new = rewrite(command.expected, output)
-        start, stop = command.first_output, command.first_output + len(command.expected)
-        lines[start:stop] = [line + "\n" for line in new]
+        start = command.first_output + moved
+        lines[start:start + len(command.expected)] = [line + "\n" for line in new]
+        shifts.append((command.first_output, len(new) - len(command.expected)))
     block.path.write_text("".join(lines), encoding="utf-8")
 
 

@@ -993,3 +993,16 @@ def test_sglang_deepep_config_num_sms_breaks_the_shared_memory_limit(tmp_path):
                                        flags={"--all2all-backend": "deepep_high_throughput"}).report.limits
                  if lim.name.startswith("cached_notify")]
     assert [(lim.value, lim.ok) for lim in vllm_rows] == [(8192 * 10, True)]  # 20 SMs: 10 channels, 10 warps
+
+
+def test_no_qp_depth_advice_where_no_deepep_low_latency_buffer_reads_it():
+    """A MORI line lists NVSHMEM_QP_DEPTH among vLLM's settings, but nothing of MORI reads it:
+    composing the recommendations must not add DeepEP's depth fix for the recommended tokens."""
+    from epbuf import api
+
+    mori = api.engine("vllm", model="deepseek-v3", ranks=16, all2all_backend="mori_high_throughput",
+                      fp8_dispatch=True, device="mi300x")
+    assert not [r for r in mori["to_set"] if r["setting"] == "NVSHMEM_QP_DEPTH"]
+    ll = api.engine("vllm", device="h200", launch="vllm serve deepseek-ai/DeepSeek-V3 -dp 16 --enable-expert-parallel "
+                                                  "--all2all-backend deepep_low_latency --max-num-batched-tokens 2048")
+    assert [r["value"] for r in ll["to_set"] if r["setting"] == "NVSHMEM_QP_DEPTH"] == [4098]

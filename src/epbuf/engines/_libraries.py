@@ -199,7 +199,10 @@ def compose(rep: EngineReport) -> EngineReport:
         if isinstance(value, int) and value != current.get(knob):
             chosen[knob] = value
     out = [r for r in recs if id(r) not in drop]
-    if len(chosen) == 1 and isinstance(current.get("NVSHMEM_QP_DEPTH"), int):
+    # The depth only matters where DeepEP's low-latency assert is one of the report's limits (a MORI
+    # or pplx line lists the variable among vLLM's settings, but nothing of it reads the depth).
+    qp_limited = any(lim.name.startswith("NVSHMEM_QP_DEPTH") for lim in rep.report.limits)
+    if len(chosen) == 1 and qp_limited and isinstance(current.get("NVSHMEM_QP_DEPTH"), int):
         from ._deepep import qp_depth_recommendation
 
         (tokens,) = chosen.values()
