@@ -21,8 +21,9 @@ holds what DeepEP-Ascend's kernels leave in it. A collective that fails or outla
 ``timeout`` (a dead or absent peer) raises :class:`~epbuf.runtime.PeerError` and leaves the
 Buffer unusable (the process group is in an unknown state); nothing partial is returned. The
 message says whether a peer left (the collective failed before the timeout) or hangs (it timed
-out). The collectives run on a group of the same ranks created with ``timeout`` as its own, so
-a collective a hung peer never joins ends in the backend too and the process can exit right
+out). The collectives run on a group of the same ranks created with ``timeout`` as its own
+(one per ranks and timeout, shared by the Buffers that match, destroyed at exit), so a
+collective a hung peer never joins ends in the backend too and the process can exit right
 after the error, not after the process group's timeout.
 
 Example (every rank of a 2-rank gloo group)::
@@ -45,6 +46,36 @@ from ._core import CombineResult, DispatchResult, Handle, PeerError, RankState, 
 from .testing import check_seconds
 
 __all__ = ["Buffer"]
+
+
+#: (ranks, backend, timeout) -> the group of those ranks with that timeout: Buffers of the same
+#: ranks and timeout share one (every rank builds its Buffers in the same order, as it must).
+_TIMEOUT_GROUPS: dict = {}
+
+
+def _timeout_group(dist, group, backend: str, timeout):
+    """The group of ``group``'s ranks whose own timeout is ``timeout`` (made once, then shared),
+    destroyed at exit by :func:`_release`."""
+    key = (tuple(dist.get_process_group_ranks(group)), backend, timeout)
+    made = _TIMEOUT_GROUPS.get(key)
+    if made is None or made not in dist.distributed_c10d._world.pg_map:  # none yet, or destroyed since
+        import atexit
+
+        made = dist.new_group(list(key[0]), timeout=timeout, backend=backend, use_local_synchronization=True)
+        _TIMEOUT_GROUPS[key] = made
+        atexit.register(_release, dist, made)  # before the interpreter tears torch down
+    return made
+
+
+def _release(dist, group) -> None:
+    """Destroy a Buffer's own group at exit (unless the caller destroyed it already): left to the
+    interpreter's teardown, a group whose peer hung could abort the process (SIGABRT) there."""
+    for key in [k for k, made in _TIMEOUT_GROUPS.items() if made is group]:
+        del _TIMEOUT_GROUPS[key]  # the last reference goes now, not in the interpreter's teardown
+    try:
+        dist.destroy_process_group(group)
+    except Exception:  # noqa: BLE001 - destroyed already, or torch.distributed torn down
+        pass
 
 
 class Buffer:
@@ -98,8 +129,7 @@ class Buffer:
         # (its destructor joins that thread). Only the members create it (local synchronization).
         group_backend = dist.get_backend(self.group)
         self._user_group = self.group
-        self.group = dist.new_group(dist.get_process_group_ranks(self.group), timeout=self._timeout_delta,
-                                    backend=group_backend, use_local_synchronization=True)
+        self.group = _timeout_group(dist, self.group, group_backend, self._timeout_delta)
         if device is None:
             gloo = group_backend == "gloo"
             device = "cpu" if gloo else torch.device("cuda", torch.cuda.current_device())
@@ -129,6 +159,10 @@ class Buffer:
         except Exception as error:  # gloo/NCCL raise RuntimeError subclasses: a dead peer, a timeout
             self._broken = f"{what} failed: {error}"
             seconds = time.monotonic() - start
+            try:  # let the backend's own wait (the group's timeout is ours) end too, so that no
+                work.wait()  # collective is left running when the process exits after this error
+            except Exception:  # noqa: BLE001 - it fails as the first wait did
+                pass
             why = str(error).splitlines()[0][:300] if str(error).strip() else type(error).__name__
             if seconds < 0.9 * self.timeout:  # it failed before the timeout: a peer closed its connection
                 raise PeerError(f"{what} failed on rank {self.rank} after {seconds:.1f} s, before the {self.timeout:g} s "
