@@ -35,23 +35,34 @@ DEEPSEEK_V3_CONFIG = {"model_type": "deepseek_v3", "_name_or_path": "deepseek-ai
                       "n_routed_experts": 256, "num_experts_per_tok": 8, "n_shared_experts": 1}
 
 
-@pytest.fixture(scope="module")
-def base_url():
-    srv = make_server("127.0.0.1", 0)
+def serving(**options):
+    """Yield the page's URL while ``epbuf serve`` (``make_server(..., **options)``) runs in a
+    thread on a free loopback port; a module's ``base_url`` fixture (this file's and the views')."""
+    srv = make_server("127.0.0.1", 0, **options)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{srv.server_address[1]}/"
     srv.shutdown()
     srv.server_close()
 
 
-@pytest.fixture(scope="module")
-def browser():
+def launched_chromium():
+    """Yield Debian's Chromium launched headless through Playwright (a module's ``browser``)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    yield from serving()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    yield from launched_chromium()
 
 
 @pytest.fixture

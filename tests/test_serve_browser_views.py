@@ -8,12 +8,9 @@ Skipped, with the reason, only where Chromium is not installed."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from test_serve_browser import CHROMIUM, CHROMIUM_ARGS, READY, cli
+from test_serve_browser import CHROMIUM, READY, cli, launched_chromium, serving
 
-from epbuf.serve import make_server
 from epbuf.units import format_bytes, format_int
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian: apt-get install chromium "
@@ -29,21 +26,12 @@ VIEWS = {
 
 @pytest.fixture(scope="module")
 def base_url():
-    srv = make_server("127.0.0.1", 0, time_limit=120)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/"
-    srv.shutdown()
-    srv.server_close()
+    yield from serving(time_limit=120)  # the 200,000-point sweep takes its time on a loaded machine
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+    yield from launched_chromium()
 
 
 @pytest.fixture(params=list(WIDTHS))
