@@ -112,5 +112,21 @@ def test_from_installed_with_a_model_it_cannot_stand_in_for_keeps_the_recipe(cap
                              "--all2all-backend", "deepep_low_latency")
     assert code == 0, err
     rep = json.loads(out)
-    mismatch = [f for f in rep["report"]["findings"] if f["code"] == "engine.installed-mismatch"]
+    mismatch = [f for f in rep["report"]["findings"] if f["code"] == "engine.installed-unavailable"]
     assert len(mismatch) == 1 and "\n" not in mismatch[0]["message"] and rep["num_bytes"] == 4_924_115_232
+    assert mismatch[0]["data"] == {"engine": "vllm", "reason": "stand-ins"} and "some/unknown-model" in \
+        mismatch[0]["message"]
+
+
+@pytest.mark.parametrize("device", ["b200", "a100-80gb"])
+def test_from_installed_tells_vllm_the_device(capsys, device):
+    """``--device`` reaches the installed vLLM's platform stand-in: its batch default follows the GPU's
+    memory and name as the recipe's does (B200 16384 tokens, A100 2048)."""
+    code, out, err = run_cli(capsys, "engine", "vllm", "--from-installed", "--json", "--device", device, "--",
+                             "vllm", "serve", "deepseek-ai/DeepSeek-V3", "-dp", "16", "--enable-expert-parallel",
+                             "--all2all-backend", "deepep_high_throughput")
+    assert code == 0, err
+    findings = json.loads(out)["report"]["findings"]
+    codes = {f["code"] for f in findings}
+    assert "engine.installed-agrees" in codes and "engine.installed-differs" not in codes, \
+        [f["message"] for f in findings]
