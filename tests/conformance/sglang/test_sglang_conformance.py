@@ -104,13 +104,7 @@ CORPUS = [
 ]
 
 #: Lines whose differences are known, with the reason (each must still differ: a stale entry fails).
-EXCEPTIONS = {
-    "mori-qwen3-fp8-per-tensor": "epbuf's model reader marks block-FP8 (128 x 128) checkpoints only; a per-tensor "
-                                 "FP8 checkpoint (quant_method fp8, no weight_block_size) loads through SGLang's "
-                                 "Fp8MoEMethod and dispatches FP8: pass --moe-weight-dtype fp8 to epbuf",
-    "v2-qwen3-fp8-per-tensor": "the same reader: SGLang refuses DeepEP V2 for per-tensor FP8 experts "
-                               "(_validate_deepep_v2_quant_method), epbuf sizes BF16 experts",
-}
+EXCEPTIONS: dict[str, str] = {}
 
 
 def _models(folder: Path) -> dict:

@@ -8,10 +8,11 @@ What runs is vLLM's: ``FlexibleArgumentParser`` with ``vllm serve``'s arguments
 cuda_communicator`` would build (only when ``ParallelConfig.use_all2all``), and
 ``all2all_utils.maybe_make_prepare_finalize``, which calls the manager's ``get_handle`` and so the
 EP library. Stood in for (:mod:`._vllm_standins`): the compiled modules, the CUDA platform (an
-H200-class device unless told otherwise), the model-class inspection subprocess (run in-process), the
-process groups (rank 0; ``in_the_same_node_as`` by 8 GPUs per node), the library modules (recording),
-the prepare/finalize classes (built after the call, GPU-only), the model's ``config.json`` (written from
-transformers' own config classes, :data:`MODELS`), and the MoE quant config, built with vLLM's own
+H200-class device unless told otherwise), the model-class inspection subprocess (run in-process),
+the process groups (rank 0; ``in_the_same_node_as`` by 8 GPUs per node), the library modules
+(recording), the prepare/finalize classes (built after the call, GPU-only), the model's
+``config.json`` (written from transformers' own config classes, :data:`MODELS`; a local folder with
+a ``config.json`` is read as it is), and the MoE quant config, built with vLLM's own
 ``fp8_w8a8_moe_quant_config`` / ``int8_w8a8_moe_quant_config`` from the checkpoint's or
 ``--quantization``'s scheme (the layer that would build it needs weights).
 """
@@ -44,8 +45,11 @@ DEVICE = ("NVIDIA H200", 143771 * 1024 * 1024, (9, 0))
 def _write_model(folder: str, model: str) -> str:
     import transformers
 
+    if os.path.isfile(os.path.join(os.path.expanduser(model), "config.json")):  # a local checkpoint: its own
+        return os.path.expanduser(model)
     if model not in MODELS:
-        raise InstalledMismatch(f"no config.json stand-in for model {model!r}; known: "
+        raise InstalledMismatch(f"no config.json stand-in for model {model!r} (a folder with a config.json is read "
+                                "as it is); known: "
                                 + ", ".join(MODELS))
     cls, kwargs, block = MODELS[model]
     config = getattr(transformers, cls)(**kwargs)
