@@ -996,7 +996,8 @@ def test_a_per_tensor_fp8_checkpoint_is_quantization_fp8_for_the_engines(tmp_pat
     # SGLang 0.5.23: DeepEP V2 refuses per-tensor FP8 experts (0 B); MoRI dispatches FP8
     v2 = report("sglang", model=spec, version="0.5.23", num_ranks=8, flags={"--moe-a2a-backend": "deepep_v2"},
                 env={"SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK": "1024"})
-    assert v2.num_bytes == 0 and any(f.code == "sglang.deepep-v2-refused" for f in v2.report.findings)
+    refused = [f.message for f in v2.report.findings if f.code == "sglang.deepep-v2-refused"]
+    assert v2.num_bytes == 0 and len(refused) == 1 and "a per-tensor FP8 checkpoint" in refused[0]
     sg = {"--moe-a2a-backend": "mori", "--chunked-prefill-size": 4096}
     fp8 = report("sglang", model=spec, version="0.5.23", num_ranks=8, flags=sg, device="mi300x")
     plain = report("sglang", model=bf16, version="0.5.23", num_ranks=8, flags=sg, device="mi300x")
