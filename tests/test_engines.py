@@ -957,6 +957,51 @@ def test_a_config_json_says_whether_the_weights_are_block_fp8(tmp_path):
         spec = read_model_config(str(path))
         assert spec.block_fp8 is expected, quant
         assert ("weights fp8, block 128x128 (quantization_config)" in spec.notes) is expected
+        per_tensor = isinstance(quant, dict) and quant.get("quant_method").lower() == "fp8" \
+            and "weight_block_size" not in quant
+        assert spec.fp8_per_tensor is per_tensor, quant
+
+
+def _per_tensor_fp8_qwen3(tmp_path) -> str:
+    config = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,
+              "num_experts": 128, "num_experts_per_tok": 8,
+              "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    return str(tmp_path)
+
+
+def test_a_per_tensor_fp8_checkpoint_is_quantization_fp8_for_the_engines(tmp_path):
+    """vLLM and SGLang adopt the checkpoint's quant_method as --quantization (ModelConfig._verify_quantization)
+    and load it per tensor: the recipes size it as --quantization fp8 on BF16 weights, not as BF16."""
+    from epbuf.models import read_model_config
+
+    folder = _per_tensor_fp8_qwen3(tmp_path)
+    spec = read_model_config(folder + "/config.json")
+    assert spec.fp8_per_tensor and not spec.block_fp8 and "per tensor" in spec.notes
+    bf16 = read_model_config(folder + "/config.json").replace(fp8_per_tensor=False)
+    mori = {"--all2all-backend": "mori_high_throughput", "-dp": 8, "--enable-expert-parallel": True,
+            "--max-num-batched-tokens": 1024}
+    scale = {}
+    for label, model, flags in (("checkpoint", spec, {}), ("flag", bf16, {"--quantization": "fp8"}), ("bf16", bf16, {})):
+        rep = report("vllm", model=model, flags={**mori, **flags})
+        scale[label] = (next(f for f in rep.report.findings if f.code == "vllm.mori-args").data["scale_dim"],
+                        rep.num_bytes)
+        quant = {s.name: s for s in rep.settings}.get("--quantization")
+        if label == "checkpoint":
+            assert quant.value == "fp8" and quant.source == "model"
+    assert scale["checkpoint"] == scale["flag"] != scale["bf16"] and scale["checkpoint"][0] == 1
+    # an explicit --quantization wins over the checkpoint's
+    rep = report("vllm", model=spec, flags={**mori, "--quantization": "fp8_per_block"})
+    assert next(f for f in rep.report.findings if f.code == "vllm.mori-args").data["scale_dim"] != 1
+    # SGLang 0.5.23: DeepEP V2 refuses per-tensor FP8 experts (0 B); MoRI dispatches FP8
+    v2 = report("sglang", model=spec, version="0.5.23", num_ranks=8, flags={"--moe-a2a-backend": "deepep_v2"},
+                env={"SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK": "1024"})
+    refused = [f.message for f in v2.report.findings if f.code == "sglang.deepep-v2-refused"]
+    assert v2.num_bytes == 0 and len(refused) == 1 and "a per-tensor FP8 checkpoint" in refused[0]
+    sg = {"--moe-a2a-backend": "mori", "--chunked-prefill-size": 4096}
+    fp8 = report("sglang", model=spec, version="0.5.23", num_ranks=8, flags=sg, device="mi300x")
+    plain = report("sglang", model=bf16, version="0.5.23", num_ranks=8, flags=sg, device="mi300x")
+    assert fp8.report.inputs["use_fp8_dispatch"] and not plain.report.inputs["use_fp8_dispatch"]
 
 
 def test_sglang_deepep_config_num_sms_breaks_the_shared_memory_limit(tmp_path):

@@ -98,10 +98,14 @@ def build_engine_parser(name: str) -> argparse.ArgumentParser:
     d.add_argument("--max-tokens-under-load", dest="max_tokens_under_load", type=int_arg(">= 1"), metavar="N",
                    help=f"most tokens one rank dispatches in one call under your load: {spec.load_help}")
     v = p.add_argument_group("versions")
-    if name in ("vllm", "sglang", "megatron"):  # engines/installed/ has their resolvers
+    from ..engines.installed import ENGINES as INSTALLED  # the standard library only: no engine imported
+
+    if name in INSTALLED:
         v.add_argument("--from-installed", dest="from_installed", action="store_true",
-                   help="also run the launch line through the engine installed in this Python (its own parser and "
-                        "start-up code, GPU parts stood in for) and report where it differs from the recipe")
+                       help="also run the launch line through the engine installed in this Python (its own parser "
+                            "and start-up code, GPU parts stood in for) and report where it differs from the recipe; "
+                            "where it is not installed or no longer fits the stand-ins, one warning says so and the "
+                            "recipe's answer stands")
     v.add_argument("--engine-version", dest="engine_version", type=_version_arg(tuple(spec.versions)), metavar="VERSION",
                    help="; ".join(f"{k}: {t}" for k, t in spec.versions.items()) + f" (default {spec.default_version})")
     if spec.gpu:
@@ -200,43 +204,6 @@ def report_from_args(name: str, opts: argparse.Namespace, *, ranks_flag: str | N
         launch=launch is not None)
 
 
-def _from_installed(name: str, rep, words: list[str], launch, opts):
-    """``--from-installed``: the launch line through the installed engine (:mod:`epbuf.engines.installed`);
-    each argument that differs from the recipe is an ``engine.installed-differs`` warning, agreement an
-    ``engine.installed-agrees`` note; internals that no longer fit the stand-ins are one warning and the
-    recipe's answer stands. Without the engine installed: one line, exit 2 (:class:`NotInstalled`)."""
-    from ..engines._knobs import EngineProblem
-    from ..engines._report import engine_report_to_dict
-    from ..engines.installed import InstalledMismatch, compare, resolve
-    from ..errors import InvalidArgumentError
-    from ..report import Finding
-
-    if launch is None:
-        raise InvalidArgumentError([EngineProblem("--from-installed", True, "needs the engine's launch line after --")])
-    env = dict(launch.env)
-    env.update(_env_pairs(opts.env))
-    while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
-        words = words[1:]
-    words = words[1:] if words[:1] == ["env"] else words
-    try:
-        found = resolve(name, words, env)
-    except InstalledMismatch as error:
-        extra = (Finding(severity="warning", code="engine.installed-mismatch", message=f"{error}; the recipe's answer "
-                                                                                      "stands", data={}),)
-    else:
-        rows = compare(found, engine_report_to_dict(rep))
-        differ = [(arg, engine, ours) for arg, engine, ours in rows if engine != ours]
-        version = found.get("engine_version", "")
-        extra = tuple(Finding(severity="warning", code="engine.installed-differs",
-                              message=f"{arg}: the installed {name} {version} gives {engine!r}, the recipe {ours!r}",
-                              data={"argument": arg, "installed": engine, "recipe": ours}) for arg, engine, ours in differ)
-        if not differ:
-            extra = (Finding(severity="info", code="engine.installed-agrees",
-                             message=f"the installed {name} {version} agrees with the recipe on all {len(rows)} "
-                                     "arguments compared", data={"arguments": len(rows)}),)
-    return rep.replace(report=rep.report.replace(findings=rep.report.findings + extra))
-
-
 def _refuse_before_launch(name: str, flags: list[str]) -> None:
     """An option before ``--`` that epbuf does not know, when a launch line follows: never ignored
     (``epbuf engine vllm --dp 16 -- vllm serve ...`` would size EP 8); one line saying where it goes."""
@@ -281,13 +248,10 @@ def run(args: argparse.Namespace) -> int:
         _refuse_before_launch(name, [flag + (f"={value}" if value else "")])
     ignored = (launch.ignored if launch is not None else ()) + tuple(unknown_options(extras, parser))
     rep = report_from_args(name, opts, ranks_flag=_ranks_spelling(argv, parser), launch=launch, ignored=ignored)
-    if getattr(opts, "from_installed", False) and name == "vllm":
-        rep = _from_installed(name, rep, tokens_after, launch, opts)
-    elif getattr(opts, "from_installed", False):
+    if getattr(opts, "from_installed", False):
         from ._engine_installed import with_installed
 
-        rep = with_installed(name, list(args.engine_args)[len(tokens) + 1:] if launch is not None else [], rep,
-                             opts.device)
+        rep = with_installed(name, tokens_after, rep, opts, _env_pairs(opts.env))
     status = 1 if opts.strict and has_error_finding(rep.findings) else 0
     from ..api._tools import engine_document
 

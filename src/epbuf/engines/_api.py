@@ -116,13 +116,16 @@ def report(engine: str, *, model: object = None, hidden: int | None = None, num_
                                         f"engine {engine} does not use DeepEP (Ascend HCCL windows)"))
     c.raise_if_any()
 
-    spec_model, base, model_notes, block_fp8 = _shape(model, hidden, num_topk, num_experts, num_shared_experts)
+    spec_model, base, model_notes, block_fp8, per_tensor = _shape(model, hidden, num_topk, num_experts,
+                                                                  num_shared_experts)
     if base["num_topk"].value > base["num_experts"].value:  # a token picks num_topk distinct experts
         raise InvalidArgumentError([EngineProblem("--topk", base["num_topk"].value,
                                                   f"allowed 0..{base['num_experts'].value} (each token picks "
                                                   "num_topk distinct experts of --experts)")])
     device_name, device_bytes, device_spec = _device(device)
     settings = resolve_settings(spec.knobs, flags, env, engine)
+    if per_tensor:
+        settings = _checkpoint_quantization(settings)
     if ranks_flag is not None and (not isinstance(ranks_flag, str) or not ranks_flag):
         raise InvalidArgumentError([EngineProblem("ranks_flag", ranks_flag, "allowed the spelling of the EP-size flag")])
     ctx = EngineContext(
@@ -167,7 +170,27 @@ def _launch_findings(engine: str, spec, settings: dict, ignored: tuple, launch: 
     return out
 
 
-def _shape(model: object, hidden, num_topk, num_experts, num_shared) -> tuple[str, dict, str, bool]:
+#: Where the engines take ``--quantization`` from the checkpoint's ``quantization_config`` when it is unset.
+QUANT_FROM_CHECKPOINT = ("vllm/config/model.py:1455 ModelConfig._verify_quantization @v0.33.0; "
+                         "sglang/srt/configs/model_config.py:2107 ModelConfig._verify_quantization @v0.5.23")
+
+
+def _checkpoint_quantization(settings: dict) -> dict:
+    """A per-tensor FP8 checkpoint (:attr:`epbuf.models.ModelSpec.fp8_per_tensor`): the engine adopts its
+    ``quant_method`` as ``--quantization`` when the flag is unset (:data:`QUANT_FROM_CHECKPOINT`), so the
+    recipes read ``fp8`` on weights without ``weight_block_size``, as for ``--quantization fp8`` on BF16
+    weights (vLLM: per-tensor FP8 activations; SGLang: ``Fp8MoEMethod`` without blocks)."""
+    from ._knobs import Setting
+
+    given = settings.get("--quantization")
+    if given is None or given.source != "default" or given.value is not None:
+        return settings
+    return {**settings, "--quantization": Setting(
+        name="--quantization", value="fp8", source="model",
+        note=f"the checkpoint's per-tensor FP8 quantization_config ({QUANT_FROM_CHECKPOINT})")}
+
+
+def _shape(model: object, hidden, num_topk, num_experts, num_shared) -> tuple[str, dict, str, bool, bool]:
     from ..models import ModelSpec
     from ..models.lookup import get_model
     from ._knobs import Setting
@@ -191,7 +214,8 @@ def _shape(model: object, hidden, num_topk, num_experts, num_shared) -> tuple[st
         else:
             out[key] = Setting(name=key, value=0, source="default", note="")
     known = spec is not None and not note  # the user's model, not epbuf's default
-    return label if not note else "", out, (spec.notes if known else ""), known and spec.block_fp8
+    return (label if not note else "", out, (spec.notes if known else ""), known and spec.block_fp8,
+            known and spec.fp8_per_tensor)
 
 
 def _device(device: object) -> tuple[str, int | None, object]:

@@ -128,7 +128,9 @@ def weight_dtype(ctx) -> tuple[str, str]:
     quant = ctx.value("--quantization")
     if quant is not None:
         if quant in FP8_QUANTIZATIONS:
-            return "fp8", f"--quantization {quant}"
+            from_model = ctx.setting("--quantization").source == "model"
+            return "fp8", ("the checkpoint's per-tensor FP8 weights (fp8.py set_quant_config)" if from_model
+                           else f"--quantization {quant}")
         if quant in BF16_QUANTIZATIONS:
             return "bf16", f"--quantization {quant}"
         return "none", f"--quantization {quant}: its MoE method never calls set_quant_config"

@@ -75,7 +75,9 @@ def refusal_0_5_23(ctx, tp: int, fp8: bool) -> str | None:
     knob = "SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK"
     quant = ctx.value("--quantization")
     if (quant is not None or ctx.model_block_fp8) and not (ctx.model_block_fp8 and quant in (None, "fp8")):
-        return (f"SGLang refuses deepep_v2 with {'--quantization ' + quant if quant else 'these weights'}: its adapter "
+        what = ("a per-tensor FP8 checkpoint" if ctx.setting("--quantization").source == "model" else
+                f"--quantization {quant}" if quant else "these weights")
+        return (f"SGLang refuses deepep_v2 with {what}: its adapter "
                 "feeds block-FP8 (128 x 128, dynamic) or BF16 experts only (0.5.23 "
                 "sglang/srt/layers/moe/fused_moe_triton/layer.py:275-300)")
     given = ctx.value("--deepep-dispatcher-output-dtype")

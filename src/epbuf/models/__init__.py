@@ -85,6 +85,10 @@ class ModelSpec(Record):
         block_fp8: the checkpoint's weights are FP8 in 128 x 128 blocks (``quantization_config``
             ``quant_method: fp8``, ``weight_block_size: [128, 128]``), which engines read without a
             quantization flag (vLLM then dispatches FP8 through DeepEP).
+        fp8_per_tensor: the checkpoint's weights are FP8 with one scale per tensor (``quant_method:
+            fp8`` without ``weight_block_size``). vLLM and SGLang take ``--quantization fp8`` from it
+            (``vllm/config/model.py:1455`` @v0.33.0, ``sglang/srt/configs/model_config.py:2107``
+            @v0.5.23) and load it with ``Fp8Config`` per tensor, as ``--quantization fp8`` on BF16 weights.
     """
 
     name: str
@@ -101,6 +105,7 @@ class ModelSpec(Record):
     hf_id: str = ""
     verified: bool = True
     block_fp8: bool = False
+    fp8_per_tensor: bool = False
 
     def plan_fields(self) -> dict:
         """The :class:`~epbuf.plan.Plan` fields this model fixes.

@@ -258,12 +258,16 @@ def _parse_config(text: str, source: str, fail, fill: dict | None, *, title: str
     dtype = dtype_found[1] if dtype_found is not None and isinstance(dtype_found[1], str) else ""
 
     quant = find(("quantization_config",))
-    block_fp8 = False
+    block_fp8 = per_tensor = False
     if quant is not None and isinstance(quant[1], dict):
         method, block = quant[1].get("quant_method"), quant[1].get("weight_block_size")
-        block_fp8 = isinstance(method, str) and method.lower() == "fp8" and block == [128, 128]
+        fp8 = isinstance(method, str) and method.lower() == "fp8"
+        block_fp8 = fp8 and block == [128, 128]
+        per_tensor = fp8 and block is None  # Fp8Config.from_config: weight_block_size None -> per tensor
         if block_fp8:
             notes.append(f"weights fp8, block 128x128 ({quant[0]})")
+        if per_tensor:
+            notes.append(f"weights fp8, per tensor ({quant[0]}: no weight_block_size)")
 
     model_type = config.get("model_type")
     name_or_path = config.get("_name_or_path")
@@ -284,4 +288,5 @@ def _parse_config(text: str, source: str, fail, fill: dict | None, *, title: str
         source=source,
         notes="; ".join(["read " + ", ".join(used)] + notes),
         block_fp8=block_fp8,
+        fp8_per_tensor=per_tensor,
     )

@@ -10,12 +10,12 @@ lists the line with its reason. Writes ``.conformance/results/megatron.json``.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from _cli_run import run_cli  # noqa: E402  (tests/ is on the path through tests/conftest.py)
 
-from epbuf.engines.installed import resolve
-from epbuf.engines.installed.megatron import compare
+from epbuf.engines.installed import compare, resolve
 
 ROOT = Path(__file__).resolve().parents[3]
 LAUNCH = ["torchrun", "--nproc-per-node", "8", "pretrain_gpt.py"]
@@ -92,3 +92,18 @@ def test_from_installed(capsys):
     code, out, _ = run_cli(capsys, "engine", "megatron", "--engine-version", "0.16.1", "--from-installed", "--json",
                            "--", *line)
     assert "engine.installed-agrees" in {f["code"] for f in json.loads(out)["report"]["findings"]}
+
+
+def test_from_installed_when_megatron_no_longer_fits_the_stand_ins(capsys, monkeypatch):
+    """A release that renamed what the resolver calls: one warning line, the recipe's answer stands."""
+    line = [*LAUNCH, *DSV3.split(), "--expert-model-parallel-size", "16", "--moe-token-dispatcher-type", "flex"]
+    resolve("megatron", line[4:], {})  # megatron-core imported
+    monkeypatch.delattr(sys.modules["megatron.core.transformer.moe.fused_a2a"], "get_hidden_bytes")
+    code, out, _ = run_cli(capsys, "engine", "megatron", "--json", "--", *line)
+    plain = json.loads(out)
+    code2, out, _ = run_cli(capsys, "engine", "megatron", "--from-installed", "--json", "--", *line)
+    rep = json.loads(out)
+    (finding,) = [f for f in rep["report"]["findings"] if f["code"].startswith("engine.installed")]
+    assert code == code2 == 0 and rep["num_bytes"] == plain["num_bytes"] > 0
+    assert finding["code"] == "engine.installed-unavailable" and finding["data"]["reason"] == "stand-ins"
+    assert "get_hidden_bytes" in finding["message"] and "\n" not in finding["message"]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from _cli_run import run_cli  # noqa: E402  (tests/ is on the path through tests/conftest.py)
 
-from epbuf.engines.installed.sglang import compare
+from epbuf.engines.installed import compare
 
 ROOT = Path(__file__).resolve().parents[3]
 LAUNCH = ["python", "-m", "sglang.launch_server"]
@@ -104,13 +104,7 @@ CORPUS = [
 ]
 
 #: Lines whose differences are known, with the reason (each must still differ: a stale entry fails).
-EXCEPTIONS = {
-    "mori-qwen3-fp8-per-tensor": "epbuf's model reader marks block-FP8 (128 x 128) checkpoints only; a per-tensor "
-                                 "FP8 checkpoint (quant_method fp8, no weight_block_size) loads through SGLang's "
-                                 "Fp8MoEMethod and dispatches FP8: pass --moe-weight-dtype fp8 to epbuf",
-    "v2-qwen3-fp8-per-tensor": "the same reader: SGLang refuses DeepEP V2 for per-tensor FP8 experts "
-                               "(_validate_deepep_v2_quant_method), epbuf sizes BF16 experts",
-}
+EXCEPTIONS: dict[str, str] = {}
 
 
 def _models(folder: Path) -> dict:
@@ -214,3 +208,19 @@ def test_from_installed(tmp_path, capsys):
     differs = [f["data"] for f in findings if f["code"] == "engine.installed-differs"]
     assert [d["argument"] for d in differs] == ["num_nvl_bytes"] and differs[0]["installed"] > differs[0]["recipe"]
     assert any(f["code"] == "engine.installed-version" for f in findings)
+
+
+def test_from_installed_when_sglang_no_longer_fits_the_stand_ins(tmp_path, capsys, monkeypatch):
+    """A release that renamed what the resolver calls: one warning line, the recipe's answer stands."""
+    models = _models(tmp_path)
+    line = [*LAUNCH, "--model-path", models["dsv3"], "--tp", "8", "--moe-a2a-backend", "deepep"]
+    code, out, _ = run_cli(capsys, "engine", "sglang", "--json", "--", *line)
+    plain = json.loads(out)
+    run_cli(capsys, "engine", "sglang", "--from-installed", "--json", "--", *line)  # SGLang imported
+    monkeypatch.delattr(sys.modules["sglang.srt.server_args"], "prepare_server_args")
+    code2, out, _ = run_cli(capsys, "engine", "sglang", "--from-installed", "--json", "--", *line)
+    rep = json.loads(out)
+    (finding,) = [f for f in rep["report"]["findings"] if f["code"].startswith("engine.installed")]
+    assert code == code2 == 0 and rep["num_bytes"] == plain["num_bytes"] > 0
+    assert finding["code"] == "engine.installed-unavailable" and finding["data"]["reason"] == "stand-ins"
+    assert "prepare_server_args" in finding["message"] and "\n" not in finding["message"]

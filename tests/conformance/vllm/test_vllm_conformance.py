@@ -65,6 +65,47 @@ def test_uccl_drop_in_line(tally, capsys, line):
     assert not bad, "; ".join(bad)
 
 
+#: Lines on a per-tensor FP8 Qwen3-MoE checkpoint (``quant_method: fp8`` without ``weight_block_size``),
+#: read from a local folder by both: vLLM takes ``--quantization fp8`` from it and quantizes activations
+#: per tensor (MORI: one scale per token; DeepEP dispatches BF16).
+PER_TENSOR_FP8 = [
+    "vllm serve {qwen3_fp8} -dp 8 --enable-expert-parallel --all2all-backend deepep_low_latency",
+    "vllm serve {qwen3_fp8} -dp 8 --enable-expert-parallel --all2all-backend deepep_high_throughput "
+    "--max-num-batched-tokens 4096",
+    "vllm serve {qwen3_fp8} -dp 8 --enable-expert-parallel --all2all-backend deepep_v2",
+    "vllm serve {qwen3_fp8} -dp 8 --enable-expert-parallel --all2all-backend mori_high_throughput "
+    "--max-num-batched-tokens 1024",
+    "vllm serve {qwen3_fp8} -dp 16 --enable-expert-parallel --all2all-backend mori_low_latency "
+    "--max-num-batched-tokens 512",
+]
+
+
+@pytest.fixture(scope="module")
+def qwen3_fp8(tmp_path_factory) -> str:
+    """A per-tensor FP8 Qwen3-30B-A3B config.json, written by transformers' own config class."""
+    from transformers import Qwen3MoeConfig
+
+    config = Qwen3MoeConfig()
+    config.architectures = ["Qwen3MoeForCausalLM"]
+    config.quantization_config = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+    folder = tmp_path_factory.mktemp("models") / "qwen3-fp8-per-tensor"
+    config.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.mark.parametrize("template", PER_TENSOR_FP8)
+def test_per_tensor_fp8_checkpoint_line(tally, capsys, qwen3_fp8, template):
+    line = template.format(qwen3_fp8=qwen3_fp8)
+    env, words = _split(line)
+    found = resolve("vllm", words, env)
+    assert found["resolved"].get("activation_quant") == "fp8-tensor", found["resolved"]
+    code, out, err = run_cli(capsys, "engine", "vllm", "--json", "--", *shlex.split(line))
+    assert code == 0, err
+    bad = [f"{name}: vLLM {engine!r}, epbuf {epbuf!r}" for name, engine, epbuf in compare(found, json.loads(out))
+           if not tally.compare(template, name, engine, epbuf)]
+    assert not bad, "; ".join(bad)
+
+
 def test_corpus_size():
     assert len(LINES) + len(UCCL_LINES) >= 45
 
@@ -112,5 +153,21 @@ def test_from_installed_with_a_model_it_cannot_stand_in_for_keeps_the_recipe(cap
                              "--all2all-backend", "deepep_low_latency")
     assert code == 0, err
     rep = json.loads(out)
-    mismatch = [f for f in rep["report"]["findings"] if f["code"] == "engine.installed-mismatch"]
+    mismatch = [f for f in rep["report"]["findings"] if f["code"] == "engine.installed-unavailable"]
     assert len(mismatch) == 1 and "\n" not in mismatch[0]["message"] and rep["num_bytes"] == 4_924_115_232
+    assert mismatch[0]["data"] == {"engine": "vllm", "reason": "stand-ins"} and "some/unknown-model" in \
+        mismatch[0]["message"]
+
+
+@pytest.mark.parametrize("device", ["b200", "a100-80gb"])
+def test_from_installed_tells_vllm_the_device(capsys, device):
+    """``--device`` reaches the installed vLLM's platform stand-in: its batch default follows the GPU's
+    memory and name as the recipe's does (B200 16384 tokens, A100 2048)."""
+    code, out, err = run_cli(capsys, "engine", "vllm", "--from-installed", "--json", "--device", device, "--",
+                             "vllm", "serve", "deepseek-ai/DeepSeek-V3", "-dp", "16", "--enable-expert-parallel",
+                             "--all2all-backend", "deepep_high_throughput")
+    assert code == 0, err
+    findings = json.loads(out)["report"]["findings"]
+    codes = {f["code"] for f in findings}
+    assert "engine.installed-agrees" in codes and "engine.installed-differs" not in codes, \
+        [f["message"] for f in findings]

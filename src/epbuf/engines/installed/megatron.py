@@ -14,7 +14,7 @@ process group (expert TP x EP ranks, seen from rank 0) and ``deep_ep`` (:mod:`._
 
 from __future__ import annotations
 
-from . import InstalledMismatch
+from . import stand_in_errors
 
 __all__ = ["FLAGS", "compare", "resolve"]
 
@@ -58,29 +58,19 @@ def resolve(argv: list[str], env: dict) -> dict:
     Raises:
         InstalledMismatch: megatron-core's internals no longer fit the stand-ins.
     """
-    import importlib.util
     import warnings
 
-    from . import NotInstalled
     from ._sglang_standins import Recorder, install, uninstall
 
-    try:
-        found = importlib.util.find_spec("megatron.core") is not None
-    except ModuleNotFoundError:
-        found = False
-    if not found:
-        raise NotInstalled("megatron-core is not installed in this Python")
     rec = Recorder()
-    finder = install(rec)
-    try:
-        with warnings.catch_warnings():  # the engine's own deprecation notes are not epbuf's findings
-            warnings.simplefilter("ignore")
-            return _run(argv, rec)
-    except (AttributeError, ImportError, TypeError, KeyError) as error:
-        raise InstalledMismatch(f"the installed megatron-core no longer fits epbuf's stand-ins "
-                                f"({type(error).__name__}: {error})") from None
-    finally:
-        uninstall(finder)
+    with stand_in_errors("megatron"):
+        finder = install(rec)
+        try:
+            with warnings.catch_warnings():  # the engine's own deprecation notes are not epbuf's findings
+                warnings.simplefilter("ignore")
+                return _run(argv, rec)
+        finally:
+            uninstall(finder)
 
 
 def _run(argv: list[str], rec) -> dict:

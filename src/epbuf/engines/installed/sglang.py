@@ -20,7 +20,7 @@ MoE weight dtype follows SGLang's resolved ``quantization``: ``fp8`` -> ``float8
 
 from __future__ import annotations
 
-from . import InstalledMismatch
+from . import stand_in_errors
 
 __all__ = ["compare", "resolve"]
 
@@ -34,8 +34,9 @@ def _device(name: str):
     return Device(spec.title, spec.num_bytes, rocm=rocm, num_sms=304 if rocm else 132)
 
 
-def resolve(argv: list[str], env: dict, device: str = "h100") -> dict:
-    """Run SGLang on ``argv`` (the words after ``python -m sglang.launch_server``) with ``env``.
+def resolve(argv: list[str], env: dict, device: str | None = None) -> dict:
+    """Run SGLang on ``argv`` (the words after ``python -m sglang.launch_server``) with ``env``, on epbuf
+    device ``device`` (default an H100; an ``mi*`` device is ROCm).
 
     Returns ``{"engine", "engine_version", "calls", "resolved"}``; ``calls`` is empty when SGLang builds
     no EP buffer (``--moe-a2a-backend none``), and ``resolved["refused"]`` holds the message of a
@@ -45,33 +46,24 @@ def resolve(argv: list[str], env: dict, device: str = "h100") -> dict:
         InstalledMismatch: SGLang's internals no longer fit the stand-ins.
     """
     import os
-
-    import importlib.util
     import warnings
 
-    from . import NotInstalled
     from ._sglang_standins import Recorder, install, patch_torch, uninstall
 
-    try:
-        found = importlib.util.find_spec("sglang") is not None
-    except ModuleNotFoundError:
-        found = False
-    if not found:
-        raise NotInstalled("SGLang is not installed in this Python")
     rec = Recorder()
     saved = dict(os.environ)
     os.environ.update(env)
-    patch_torch(_device(device))
-    finder = install(rec)
     try:
-        with warnings.catch_warnings():  # the engine's own deprecation notes are not epbuf's findings
-            warnings.simplefilter("ignore")
-            return _run(argv, rec)
-    except (AttributeError, ImportError, TypeError, KeyError) as error:
-        raise InstalledMismatch(f"the installed SGLang no longer fits epbuf's stand-ins "
-                                f"({type(error).__name__}: {error})") from None
+        with stand_in_errors("sglang"):
+            patch_torch(_device(device or "h100"))
+            finder = install(rec)
+            try:
+                with warnings.catch_warnings():  # the engine's own deprecation notes are not epbuf's findings
+                    warnings.simplefilter("ignore")
+                    return _run(argv, rec)
+            finally:
+                uninstall(finder)
     finally:
-        uninstall(finder)
         os.environ.clear()
         os.environ.update(saved)
 

@@ -8,10 +8,11 @@ What runs is vLLM's: ``FlexibleArgumentParser`` with ``vllm serve``'s arguments
 cuda_communicator`` would build (only when ``ParallelConfig.use_all2all``), and
 ``all2all_utils.maybe_make_prepare_finalize``, which calls the manager's ``get_handle`` and so the
 EP library. Stood in for (:mod:`._vllm_standins`): the compiled modules, the CUDA platform (an
-H200-class device unless told otherwise), the model-class inspection subprocess (run in-process), the
-process groups (rank 0; ``in_the_same_node_as`` by 8 GPUs per node), the library modules (recording),
-the prepare/finalize classes (built after the call, GPU-only), the model's ``config.json`` (written from
-transformers' own config classes, :data:`MODELS`), and the MoE quant config, built with vLLM's own
+H200-class device unless told otherwise), the model-class inspection subprocess (run in-process),
+the process groups (rank 0; ``in_the_same_node_as`` by 8 GPUs per node), the library modules
+(recording), the prepare/finalize classes (built after the call, GPU-only), the model's
+``config.json`` (written from transformers' own config classes, :data:`MODELS`; a local folder with
+a ``config.json`` is read as it is), and the MoE quant config, built with vLLM's own
 ``fp8_w8a8_moe_quant_config`` / ``int8_w8a8_moe_quant_config`` from the checkpoint's or
 ``--quantization``'s scheme (the layer that would build it needs weights).
 """
@@ -23,9 +24,9 @@ import os
 import sys
 import tempfile
 
-from . import InstalledMismatch, NotInstalled
+from . import InstalledMismatch, stand_in_errors
 
-__all__ = ["resolve", "MODELS"]
+__all__ = ["compare", "resolve", "serve_options", "MODELS"]
 
 #: Model ids the resolver writes a config.json for: (transformers config class, its arguments, block FP8).
 MODELS = {
@@ -44,8 +45,11 @@ DEVICE = ("NVIDIA H200", 143771 * 1024 * 1024, (9, 0))
 def _write_model(folder: str, model: str) -> str:
     import transformers
 
+    if os.path.isfile(os.path.join(os.path.expanduser(model), "config.json")):  # a local checkpoint: its own
+        return os.path.expanduser(model)
     if model not in MODELS:
-        raise InstalledMismatch(f"--from-installed: no config.json stand-in for model {model!r}; known: "
+        raise InstalledMismatch(f"no config.json stand-in for model {model!r} (a folder with a config.json is read "
+                                "as it is); known: "
                                 + ", ".join(MODELS))
     cls, kwargs, block = MODELS[model]
     config = getattr(transformers, cls)(**kwargs)
@@ -102,23 +106,35 @@ def serve_options() -> frozenset:
     return frozenset(s for action in parser._actions for s in action.option_strings if s.startswith("--"))
 
 
-def resolve(argv: list[str], env: dict, *, device: tuple | None = None, model_path: str | None = None,
+def _device(name: str | None) -> tuple:
+    """The CUDA device vLLM is told it runs on: epbuf's ``--device`` (name, memory, compute capability),
+    an H200 when none is given. vLLM's batch defaults read the memory and the name (``arg_utils.py``)."""
+    if name is None:
+        return DEVICE
+    from ...devices import get_device
+
+    spec = get_device(name)
+    if not spec.compute_capability:
+        raise InstalledMismatch(f"vLLM's stand-in platform is CUDA; device {spec.name!r} is not an NVIDIA GPU")
+    major, minor = spec.compute_capability.split(".")
+    return spec.title, spec.num_bytes, (int(major), int(minor))
+
+
+def resolve(argv: list[str], env: dict, *, device: str | None = None, model_path: str | None = None,
             uccl: bool = False) -> dict:
     """``{"engine", "engine_version", "calls", "resolved"}`` for ``vllm serve`` words ``argv``
-    (``["serve", MODEL, ...]``) under ``env`` (the package docstring). ``uccl``: the ``deep_ep`` vLLM
-    imports is UCCL-EP's drop-in, whose size hint is UCCL-EP's (PER_EXPERT_BATCHING build)."""
-    try:
+    (``["serve", MODEL, ...]``) under ``env`` (the package docstring) on epbuf device ``device``
+    (default an H200). ``uccl``: the ``deep_ep`` vLLM imports is UCCL-EP's drop-in, whose size hint is
+    UCCL-EP's (PER_EXPERT_BATCHING build).
+
+    Raises:
+        InstalledMismatch: vLLM's internals no longer fit the stand-ins, or the line names a model,
+            quantization or backend the stand-ins do not cover.
+    """
+    with stand_in_errors("vllm"):
         import vllm
-    except ImportError as error:
-        raise NotInstalled(f"--from-installed: vLLM is not installed in this Python ({sys.executable}): "
-                           f"{error.msg}") from None
-    try:
-        return _resolve(vllm, argv, env, device or DEVICE, model_path, uccl)
-    except (AttributeError, ImportError, TypeError) as error:
-        if os.environ.get("EPBUF_INSTALLED_TRACEBACK"):
-            raise
-        raise InstalledMismatch(f"--from-installed: vLLM {vllm.__version__}'s internals do not fit epbuf's stand-ins "
-                                f"({type(error).__name__}: {error})") from None
+
+        return _resolve(vllm, argv, env, _device(device), model_path, uccl)
 
 
 def _resolve(vllm, argv, env, device, model_path, uccl) -> dict:
@@ -150,7 +166,14 @@ def _platform(device) -> None:
     from ._vllm_standins import platform_class
 
     name, num_bytes, capability = device
+    previous = platforms._current_platform
     platforms._current_platform = platform_class(CudaPlatform, capability, name, num_bytes, GPUS_PER_NODE, False)()
+    if previous is not None and type(previous).__name__.startswith("StandIn"):
+        # ``from vllm.platforms import current_platform`` bound an earlier resolution's device in the
+        # modules imported since (``engine/arg_utils.py:122``): each is told the new one
+        for module in [m for n, m in sys.modules.items() if n.startswith("vllm.") and m is not None]:
+            if getattr(module, "current_platform", None) is previous:
+                module.current_platform = platforms._current_platform
 
 
 def _run(rec, words, model_path, device) -> dict:
@@ -199,7 +222,7 @@ def _quant_config(config, hidden_block: bool):
         scale = torch.empty(1)
         return moe_config.fp8_w8a8_moe_quant_config(w1_scale=scale, w2_scale=scale, per_act_token_quant=False), \
             "fp8-tensor"
-    raise InstalledMismatch(f"--from-installed: quantization {name!r} has no MoE quant-config stand-in")
+    raise InstalledMismatch(f"quantization {name!r} has no MoE quant-config stand-in")
 
 
 def _prepare_finalize(config, st) -> dict:
@@ -294,4 +317,66 @@ def _manager(all2all, pc, world: int):
             torch._C._distributed_c10d._register_process_group = register
     if backend in ("naive", "allgather_reducescatter"):
         return all2all.AgRsAll2AllManager(group)
-    raise InstalledMismatch(f"--from-installed: no stand-in for the {backend} all2all manager")
+    raise InstalledMismatch(f"no stand-in for the {backend} all2all manager")
+
+
+def _buffer(rep: dict, *names: str) -> int:
+    return sum(b["num_bytes"] for b in rep["report"]["buffers"] if b["name"] in names)
+
+
+def _setting(rep: dict, name: str):
+    return next((s["value"] for s in rep["settings"] if s["name"] == name), None)
+
+
+def compare(found: dict, rep: dict) -> list[tuple[str, object, object]]:
+    """``[(argument, the engine's value, epbuf's value)]`` for every argument compared between what
+    :func:`resolve` captured and an ``epbuf.engine/1`` JSON report ``rep`` of the same line: whether a
+    buffer is built (0 B when not), the number of handles, DeepEP ``Buffer``'s byte counts and group,
+    the low-latency size hint's arguments, ``ElasticBuffer``'s arguments, and the engine's resolved token
+    budget. Equal values agree (through :func:`epbuf.engines.installed.compare`)."""
+    calls = found["calls"]
+    handles = [c for c in calls if c["name"] in ("Buffer", "ElasticBuffer", "EpDispatchCombineOp")]
+    inputs = rep["report"]["inputs"]
+    out = [("buffer built", bool(handles), rep["num_bytes"] > 0)]
+    if not handles:
+        return out + [("num_bytes without a buffer", 0, rep["num_bytes"])]
+    out.append(("handles", 1, len(handles)))
+    if "max_num_batched_tokens" in found.get("resolved", {}):
+        out.append(("max_num_batched_tokens", found["resolved"]["max_num_batched_tokens"],
+                    _setting(rep, "--max-num-batched-tokens")))
+    call = next(c for c in calls if c["name"] in ("Buffer", "ElasticBuffer", "EpDispatchCombineConfig"))
+    args = call["args"]
+    if call["name"] == "Buffer" and "platform" in inputs:  # UCCL-EP's drop-in: the byte counts it was given
+        out += [("num_nvl_bytes", args["num_nvl_bytes"], inputs.get("num_nvl_bytes")),
+                ("num_rdma_bytes", args["num_rdma_bytes"], inputs.get("num_rdma_bytes", _buffer(rep, "RDMA buffer"))),
+                ("low_latency_mode", args.get("low_latency_mode", False), "num_max_dispatch_tokens_per_rank" in inputs),
+                ("group size", args["group_size"], _setting(rep, "EP size"))]
+    elif call["name"] == "Buffer":
+        out += [("num_nvl_bytes", args["num_nvl_bytes"], _buffer(rep, "NVL buffer")),
+                ("num_rdma_bytes", args["num_rdma_bytes"], _buffer(rep, "LL RDMA buffer", "RDMA buffer")),
+                ("low_latency_mode", args.get("low_latency_mode", False), "num_max_dispatch_tokens_per_rank" in inputs),
+                ("group size", args["group_size"], _setting(rep, "EP size"))]
+    hint = next((c["args"] for c in calls if c["name"].endswith("size_hint")), None)
+    if hint is not None:
+        out += [("hint T", hint["num_max_dispatch_tokens_per_rank"], inputs.get("num_max_dispatch_tokens_per_rank")),
+                ("hint hidden", hint["hidden"], inputs.get("hidden")),
+                ("hint num_ranks", hint["num_ranks"], inputs.get("num_ranks")),
+                ("hint num_experts", hint["num_experts"], inputs.get("num_experts"))]
+    if call["name"] == "EpDispatchCombineConfig":
+        pairs = (("world_size", "num_ranks"), ("hidden_dim", "hidden"), ("max_token_type_size", "max_token_type_size"),
+                 ("max_num_inp_token_per_rank", "num_max_tokens_per_rank"), ("num_experts_per_rank", "num_experts_per_rank"),
+                 ("num_experts_per_token", "num_topk"), ("kernel_type", "kernel_type"), ("gpu_per_node", "gpu_per_node"))
+        out += [(f"EpDispatchCombineConfig {theirs}", args[theirs], inputs.get(ours)) for theirs, ours in pairs]
+        one_byte = any(t in str(args["data_type"]) for t in ("float8", "int8"))
+        out += [("EpDispatchCombineConfig data_type bytes", 1 if one_byte else 2, 1 if inputs.get("use_fp8_dispatch") else 2),
+                ("EpDispatchCombineConfig scale bytes", args["scale_dim"] * args["scale_type_size"],
+                 inputs.get("scale_dim", 0) * inputs.get("scale_type_size", 0))]
+    if call["name"] == "ElasticBuffer":
+        out += [(f"ElasticBuffer {key}", args[key], inputs.get(key)) for key in (
+            "num_max_tokens_per_rank", "hidden", "num_topk", "use_fp8_dispatch", "allow_hybrid_mode",
+            "allow_multiple_reduction")]
+        if "num_experts" in found.get("resolved", {}):
+            out.append(("ElasticBuffer num_experts", found["resolved"]["num_experts"],
+                        inputs.get("num_experts", 0) + inputs.get("num_redundant_experts", 0)))
+    return out
+
