@@ -178,12 +178,9 @@ def refusals(rank: int, world_size: int) -> dict:
     out["combine accepted"] = _refusal(lambda: ata.combine(torch.empty(T, H, dtype=torch.bfloat16), idx, w, y, None))
     out["combine float32 out"] = _refusal(lambda: ata.combine(torch.empty(T, H, dtype=torch.float32 if mine else
                                                                           torch.bfloat16), idx, w, y, None))
-    other = idx.clone()
-    other[0] = torch.tensor([(int(idx[0, 0]) + 1) % E, (int(idx[0, 1]) + 1) % E], dtype=torch.uint32)
-    if int(other[0, 0]) == int(other[0, 1]):
-        other[0, 1] = (int(other[0, 1]) + 1) % E
-    out["combine indices differ"] = _refusal(
-        lambda: ata.combine(torch.empty(T, H, dtype=torch.bfloat16), other if mine else idx, w, y, None))
+    short = torch.tensor([T - 1 if mine else T], dtype=torch.uint32)
+    out["combine bound_m differs"] = _refusal(lambda: ata.combine(torch.empty(T, H, dtype=torch.bfloat16), idx, w, y,
+                                                                  short))
     ata.destroy()
     out["after destroy"] = _refusal(dispatch)
     return out

@@ -162,6 +162,8 @@ def dispatch(a2a, out_num, out_x, out_scale, dp_x, dp_x_scale, indices, bound_m,
                "do_send and do_recv are both False")
         return capacity
 
+    if not (do_send or do_recv):  # upstream's binding refuses it on the calling rank, before any exchange
+        checks()
     if do_send:
         def prepare():
             capacity = checks()
@@ -252,6 +254,8 @@ def combine(a2a, out_tokens, indices, weights, expert_y, bound_m, do_send, do_re
                "unchecked upstream: the kernel writes past it", f"{tuple(out_tokens.shape)}, {n} tokens of {H}")
         return n
 
+    if not (do_send or do_recv):
+        checks()
     if do_send:
         def prepare():
             n = checks()
