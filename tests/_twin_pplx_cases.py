@@ -165,9 +165,10 @@ def refusals(rank: int, world_size: int) -> dict:
     twice = idx.clone()
     twice[0, 1] = twice[0, 0]
     out["expert twice"] = _refusal(lambda: dispatch(indices=twice if mine else idx))
+    rows = torch.empty((L, T * world_size, H), dtype=torch.bfloat16)
     out["scales without scale bytes"] = _refusal(
-        lambda: ata.dispatch(torch.empty(L, dtype=torch.int32), torch.empty((L, T * world_size, H), dtype=torch.bfloat16),
-                             torch.empty((L, T * world_size, 1)), x, torch.ones(T, 1), idx, None))
+        lambda: ata.dispatch(torch.empty(L, dtype=torch.int32), rows, torch.empty((L, T * world_size, 1)), x,
+                             torch.ones(T, 1), idx, None))
     out["out_expert_x too short"] = _refusal(lambda: dispatch(rows=1 if mine else T * world_size))
     out["float32 bound_m"] = _refusal(lambda: dispatch(bound_m=torch.tensor([T], dtype=torch.float32 if mine else
                                                                              torch.uint32)))
@@ -183,6 +184,13 @@ def refusals(rank: int, world_size: int) -> dict:
                                                                   short))
     ata.destroy()
     out["after destroy"] = _refusal(dispatch)
+    uneven = p.AllToAll.internode(**{**base, "num_experts": E + 1})
+    out["num_experts % world_size"] = _refusal(
+        lambda: uneven.dispatch(torch.empty(L, dtype=torch.int32), rows, None, x, None, idx, None))
+    wide = p.AllToAll.intranode(**{**base, "hidden_dim": 32768, "hidden_dim_bytes": 65536})
+    out["intranode shared memory"] = _refusal(
+        lambda: wide.dispatch(torch.empty(L, dtype=torch.int32), torch.empty((L, T * world_size, 32768),
+                              dtype=torch.bfloat16), None, torch.zeros(T, 32768, dtype=torch.bfloat16), None, idx, None))
     return out
 
 

@@ -60,7 +60,8 @@ def test_two_ranks_pass_pplxs_assertions_and_refuse_on_every_rank():
     assert untimed[0] == untimed[1]  # the same exception, word for word, on every rank
     assert r["accepted"] == r["combine accepted"] == "accepted"
     expected = {
-        "dp_size does not divide": "rank 0 of 2: assert world_size % dp_size == 0 failed (src/pplx_kernels/all_to_all.py",
+        "dp_size does not divide": "rank 0 of 2: assert world_size % dp_size == 0 failed "
+                                   "(src/pplx_kernels/all_to_all.py",
         "one DP group": "assert world_size // dp_size > 1 failed",
         "hidden bytes % 16": 'PPLX_ASSERT(hiddenDimBytes % 16 == 0, "invalid hidden dim bytes") failed '
                              "(csrc/all_to_all/all_to_all.cpp:32 @12cecfd)",
@@ -83,6 +84,9 @@ def test_two_ranks_pass_pplxs_assertions_and_refuse_on_every_rank():
         "combine float32 out": 'rank 1 of 2: TORCH_CHECK(false, "Unsupported dtype for outTokens")',
         "combine bound_m differs": "AllToAll.combine: indices or bound_m differ from the dispatch's",
         "after destroy": "assert self._ptr is not None failed",
+        "num_experts % world_size": "num_experts % world_size == 0 failed (csrc/all_to_all/all_to_all.cpp:21 @12cecfd",
+        "intranode shared memory": "dispatch dynamic shared memory (bytes) <= 49152 failed "
+                                   "(csrc/all_to_all/intranode_dispatch.cu:311-312 @12cecfd",
     }
     for name, text in expected.items():
         assert r[name].startswith("UpstreamAssertion: ") and text in r[name], (name, r[name])
@@ -104,6 +108,7 @@ def test_the_twin_is_pplx_kernels_by_name_and_import_epbuf_stays_torch_free():
             "import epbuf.twin.pplx_kernels as p; p.install(); import pplx_kernels; "
             "from pplx_kernels import AllToAll; from pplx_kernels.all_to_all import AllToAll as A; "
             "from pplx_kernels.nvshmem import nvshmem_init, nvshmem_alloc_empty_unique_id; "
-            "assert AllToAll is A is p.AllToAll; print(AllToAll.internode.__name__, nvshmem_alloc_empty_unique_id().shape)")
+            "assert AllToAll is A is p.AllToAll; "
+            "print(AllToAll.internode.__name__, nvshmem_alloc_empty_unique_id().shape)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["internode", "torch.Size([128])"]

@@ -29,7 +29,8 @@ PY = "src/pplx_kernels/all_to_all.py:{} @12cecfd"
 
 
 def _tensor(torch, name: str, x, ndim: int, line: int) -> None:
-    """``_CHECK_TENSOR(ndim, x)`` (``OPS:19-24``): contiguous, ``ndim`` dimensional (a CPU tensor stands for the GPU's)."""
+    """``_CHECK_TENSOR(ndim, x)`` (``OPS:19-24``): contiguous, ``ndim`` dimensional (a CPU tensor
+    stands for the GPU's)."""
     expect(isinstance(x, torch.Tensor), f"Tensor {name} is a torch.Tensor", OPS.format(line), f"got {type(x).__name__}")
     expect(x.is_contiguous(), f'TORCH_CHECK(x.is_contiguous(), "Tensor {name} must be contiguous")', OPS.format(line))
     expect(x.dim() == ndim, f'TORCH_CHECK(x.dim() == {ndim}, "Tensor {name} must be {ndim} dimensional")',
@@ -62,7 +63,7 @@ def _indices(a2a, indices, n: int) -> None:
     torch = a2a.torch
     ids = indices[:n].to(torch.int64)
     bad = ids >= a2a.num_routed_experts
-    expect(not bool(bad.any()), "indices < num_experts (numExperts / worldSize local experts per rank)",
+    expect(not bool(bad.any()), "indices < num_experts",
            "unchecked upstream: internode_dispatch.cu:148-150 sends to rank expert / numLocalExperts",
            f"{int(bad.sum())} ids >= {a2a.num_routed_experts}")
     if n and ids.shape[1] > 1:
@@ -166,8 +167,9 @@ def dispatch(a2a, out_num, out_x, out_scale, dp_x, dp_x_scale, indices, bound_m,
         checks()
     if do_send:
         def prepare():
+            a2a.usable()
+            a2a.kernel_limits()  # before the output sizes the twin checks: those assume numExperts / worldSize
             capacity = checks()
-            a2a.kernel_limits()
             expect(not do_recv or a2a.pending_dispatch is None, "a dispatch send half is not waiting for its receive",
                    "the twin's split mode", "call dispatch(do_send=False, do_recv=True) first")
             n = _num_tokens(a2a, bound_m, int(indices.shape[0]), "dispatch")
@@ -177,7 +179,8 @@ def dispatch(a2a, out_num, out_x, out_scale, dp_x, dp_x_scale, indices, bound_m,
             if a2a.has_scales:
                 scales = _strided(torch, dp_x_scale, (n, a2a.num_scales), "dp_x_scale")
             mine = torch.arange(n) % dp == a2a.rank % dp  # token i goes from the DP group's rank i % dp_size
-            ids = torch.where(mine.unsqueeze(1), indices[:n].to(torch.int64), torch.full((n, a2a.experts_per_token), -1))
+            unsent = torch.full((n, a2a.experts_per_token), -1)
+            ids = torch.where(mine.unsqueeze(1), indices[:n].to(torch.int64), unsent)
             route = ExpertRoute(torch, ids, E, R)
             row = route.per_expert.tolist() + [capacity if do_recv else -1]
             return row, (route, data, scales, n)
@@ -248,7 +251,8 @@ def combine(a2a, out_tokens, indices, weights, expert_y, bound_m, do_send, do_re
                "do_send and do_recv are both False")
         expect(indices.shape[1] == K and tuple(weights.shape[:1]) == tuple(indices.shape[:1]) and weights.shape[1] >= K,
                "indices and weights are [tokens, experts_per_token]", "unchecked upstream: the kernel reads "
-               f"experts_per_token = {K} of each row", f"indices {tuple(indices.shape)}, weights {tuple(weights.shape)}")
+               f"experts_per_token = {K} of each row",
+               f"indices {tuple(indices.shape)}, weights {tuple(weights.shape)}")
         n = _num_tokens(a2a, bound_m, int(indices.shape[0]), "combine")
         expect(out_tokens.shape[0] >= n and out_tokens.shape[1] >= H, "out_tokens is [>= bound_m, >= hidden_dim]",
                "unchecked upstream: the kernel writes past it", f"{tuple(out_tokens.shape)}, {n} tokens of {H}")

@@ -77,16 +77,17 @@ class _Handle:
             expect(args["rank"] == self.engine.rank and args["world_size"] == R, "rank and world_size are the "
                    "group's", "the twin's group" if kernel == "internode" else "the group of group_name",
                    f"rank {args['rank']} of {args['world_size']}, the group has rank {self.engine.rank} of {R}")
-            self.kernel_rows = [row for row in rows.values() if row[6] == "kernel" and not row[4]]
+            self.kernel_rows = [row for row in rows.values() if not row[4] and (row[6] == "kernel" or row[0] in (
+                "num_experts % world_size", "hidden_dim % 8 (combine VEC_SIZE)"))]
             values[3] = 0  # the rank differs, the rest must not
             return values, None
 
         _, table = self.engine.agree(f"AllToAll.{kernel}", len(_ARGUMENTS), prepare)
         self.engine.same_everywhere(table, slice(0, len(_ARGUMENTS)), f"AllToAll.{kernel}",
                                     ", ".join(n for n in _ARGUMENTS if n != "rank"))
-        self.num_local_experts = num_local_experts(self.num_experts, self.world_size) \
-            if self.num_experts % self.world_size == 0 else self.num_experts // self.world_size
-        self.num_routed_experts = self.num_local_experts * self.world_size  # numExperts / worldSize in the kernels
+        # the kernels take numExperts / worldSize (kernel_limits refuses a remainder)
+        self.num_local_experts = num_local_experts(self.num_experts, self.world_size)
+        self.num_routed_experts = self.num_local_experts * self.world_size
         self.per_token_bytes = per_token_bytes(self.hidden_dim_bytes, self.hidden_dim_scale_bytes)
         self.num_scales = self.hidden_dim_scale_bytes // 4
         self.has_scales = self.hidden_dim_scale_bytes > 0
@@ -95,9 +96,12 @@ class _Handle:
         expect(not self.destroyed, "assert self._ptr is not None", src(PY, "39, 71"), "the AllToAll was destroyed")
 
     def kernel_limits(self) -> None:
-        """A kernel-launch limit of :func:`~epbuf.backends.pplx.limit_rows` this ``AllToAll`` breaks."""
-        for name, value, relation, bound, _, source, _ in self.kernel_rows:
-            raise UpstreamAssertion(f"{name} {relation} {bound} failed ({source}): {value:,}; the dispatch launch fails")
+        """A limit of :func:`~epbuf.backends.pplx.limit_rows` this ``AllToAll`` breaks that the
+        kernels hit: a launch limit, or what they assume (``num_experts`` a multiple of
+        ``world_size``: ``numExperts / worldSize`` local experts; ``hidden_dim`` of 8s)."""
+        for name, value, relation, bound, _, source, enforced in self.kernel_rows:
+            what = "the dispatch launch fails" if enforced == "kernel" else "the kernels assume it"
+            raise UpstreamAssertion(f"{name} {relation} {bound} failed ({source}): {value:,}; {what}")
 
     def token_bound(self, kind: str) -> tuple:
         if kind == "dispatch":
