@@ -184,6 +184,17 @@ def refusals(rank: int, world_size: int) -> dict:
                                                                   short))
     ata.destroy()
     out["after destroy"] = _refusal(dispatch)
+    fp8 = p.AllToAll.internode(**{**base, "hidden_dim_bytes": H, "hidden_dim_scale_bytes": 16})
+    per_token = torch.rand(T, 1)  # vLLM's per-token scales: 1 float a token, 16 scale bytes
+    scale_out = torch.full((L, T * world_size, 4), -1.0)
+    got = torch.empty(L, dtype=torch.int32)
+    fp8.dispatch(got, torch.empty((L, T * world_size, H), dtype=torch.float8_e4m3fn), scale_out,
+                 x.to(torch.float8_e4m3fn), per_token, idx, None)
+    everyone = [torch.empty_like(per_token) for _ in range(world_size)]
+    dist.all_gather(everyone, per_token)
+    sent = {float(s) for s in torch.cat(everyone)[:, 0]}
+    received = {float(scale_out[e, i, 0]) for e in range(L) for i in range(int(got[e]))}
+    out["per-token scales"] = "accepted" if received and received <= sent and int(got.sum()) else str(received)
     uneven = p.AllToAll.internode(**{**base, "num_experts": E + 1})
     out["num_experts % world_size"] = _refusal(
         lambda: uneven.dispatch(torch.empty(L, dtype=torch.int32), rows, None, x, None, idx, None))

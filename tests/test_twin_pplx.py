@@ -58,7 +58,7 @@ def test_two_ranks_pass_pplxs_assertions_and_refuse_on_every_rank():
     r = results[0]["refusals"]
     untimed = [{k: v.rsplit(" [", 1)[0] for k, v in result["refusals"].items()} for result in results]
     assert untimed[0] == untimed[1]  # the same exception, word for word, on every rank
-    assert r["accepted"] == r["combine accepted"] == "accepted"
+    assert r["accepted"] == r["combine accepted"] == r["per-token scales"] == "accepted"
     expected = {
         "dp_size does not divide": "rank 0 of 2: assert world_size % dp_size == 0 failed "
                                    "(src/pplx_kernels/all_to_all.py",

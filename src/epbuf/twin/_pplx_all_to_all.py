@@ -85,6 +85,20 @@ def _strided(torch, x, shape: tuple, name: str):
                                 f"memory (unchecked upstream: an out-of-bounds access): {error}") from None
 
 
+def _read_strided(torch, x, shape: tuple):
+    """What the kernel reads through ``x``'s strides: past ``x``'s memory, zeros (upstream reads
+    whatever follows it: vLLM passes per-token scales ``[n, 1]`` with 16 scale bytes, so the last
+    token's read runs 12 bytes past them, into columns vLLM slices off again)."""
+    try:
+        return torch.as_strided(x, shape, x.stride(), x.storage_offset())
+    except RuntimeError:
+        need = x.storage_offset() + sum((s - 1) * st for s, st in zip(shape, x.stride())) + 1
+        have = x.untyped_storage().nbytes() // x.element_size()
+        padded = torch.zeros(need, dtype=x.dtype)
+        padded[:min(have, need)] = torch.as_strided(x, (have,), (1,), 0)[:min(have, need)]
+        return torch.as_strided(padded, shape, x.stride(), x.storage_offset())
+
+
 def _byte_rows(torch, x, n: int, num_bytes: int, name: str):
     """``uint8 [n, num_bytes]``: the bytes the kernel reads from each of ``x``'s first ``n`` rows."""
     flat = x.reshape(-1).view(torch.uint8)
@@ -177,7 +191,7 @@ def dispatch(a2a, out_num, out_x, out_scale, dp_x, dp_x_scale, indices, bound_m,
             data = _byte_rows(torch, dp_x, n, a2a.hidden_dim_bytes, "dp_x")
             scales = None
             if a2a.has_scales:
-                scales = _strided(torch, dp_x_scale, (n, a2a.num_scales), "dp_x_scale")
+                scales = _read_strided(torch, dp_x_scale, (n, a2a.num_scales))
             mine = torch.arange(n) % dp == a2a.rank % dp  # token i goes from the DP group's rank i % dp_size
             unsent = torch.full((n, a2a.experts_per_token), -1)
             ids = torch.where(mine.unsqueeze(1), indices[:n].to(torch.int64), unsent)
