@@ -199,9 +199,10 @@ def refusals(rank: int, world_size: int) -> dict:
     out["num_experts % world_size"] = _refusal(
         lambda: uneven.dispatch(torch.empty(L, dtype=torch.int32), rows, None, x, None, idx, None))
     wide = p.AllToAll.intranode(**{**base, "hidden_dim": 32768, "hidden_dim_bytes": 65536})
+    wide_x = torch.zeros(T, 32768, dtype=torch.bfloat16)
+    wide_out = torch.empty((L, T * world_size, 32768), dtype=torch.bfloat16)
     out["intranode shared memory"] = _refusal(
-        lambda: wide.dispatch(torch.empty(L, dtype=torch.int32), torch.empty((L, T * world_size, 32768),
-                              dtype=torch.bfloat16), None, torch.zeros(T, 32768, dtype=torch.bfloat16), None, idx, None))
+        lambda: wide.dispatch(torch.empty(L, dtype=torch.int32), wide_out, None, wide_x, None, idx, None))
     return out
 
 
