@@ -5,9 +5,13 @@ buffers checked against epbuf's exact sizes and upstream's refusals raised on ev
 ``epbuf.twin.deep_ep``
     DeepEP V1's ``Buffer`` (``deep_ep/buffers/legacy.py @dd758ca``); ``deep_ep.install()``
     makes ``import deep_ep`` give it.
+``epbuf.twin.pplx_kernels``
+    pplx-kernels' ``AllToAll.intranode`` / ``internode`` (``src/pplx_kernels/all_to_all.py
+    @12cecfd``); ``pplx_kernels.install()`` makes ``import pplx_kernels`` give it.
 
 The engine underneath (``_engine*.py``): one agreement all-gather per call (refusals and
 counts), then one ``all_to_all_single`` of records packed by :mod:`epbuf.codec`. Importing
-``epbuf.twin`` imports nothing else; ``epbuf.twin.deep_ep`` needs torch (``epbuf[torch]``).
+``epbuf.twin`` imports nothing else; ``epbuf.twin.deep_ep`` and ``epbuf.twin.pplx_kernels``
+need torch (``epbuf[torch]``).
 See docs/guides/twin.md.
 """
