@@ -9,10 +9,9 @@ combine, written against the twin as ``pplx_kernels``.
 
 from __future__ import annotations
 
-import time
-
 import torch
 import torch.distributed as dist
+from _twin_cases import _refusal  # the DeepEP twin's cases: one refusal as every rank reports it
 
 
 def pplx():
@@ -115,15 +114,6 @@ def all_to_all(rank, world_size, dp_size, moe, internode, in_dtype, out_dtype, s
     torch.testing.assert_close(y[:rank_data.num_tokens], ref_y)
     assert bool(y[rank_data.num_tokens:].isnan().all())  # rows past bound_m untouched, as the kernel leaves them
     return checked
-
-
-def _refusal(call) -> str:
-    started = time.monotonic()
-    try:
-        call()
-    except Exception as error:  # the one exception every rank raises
-        return f"{type(error).__name__}: {error} [{time.monotonic() - started:.1f} s]"
-    return "accepted"
 
 
 def refusals(rank: int, world_size: int) -> dict:
