@@ -642,7 +642,7 @@ def test_largest_true_matches_linear_scan():
     (["engine", "vllm", "--ranks", "16", "--gpus-per-node", "3"], "--gpus-per-node = 3: must divide the EP size 16"),
     (["engine", "vllm", "--ranks", "16", "--nodes", "4", "--gpus-per-node", "8"], "must equal the EP size"),
     (["engine", "vllm", "--deepep-version", "nope"], "--backend-version (version) = 'nope'"),
-    (["engine", "vllm", "--engine-version", "v9"], "'v9' unknown; one of"),
+    (["engine", "vllm", "--engine-version", "v9"], "'v9' is none of"),
     (["engine", "vllm", "--max-num-batch", "5"], "did you mean --max-num-batched-tokens?"),
     (["engine", "vllm", "--budget", "lots"], "allowed e.g. 8GiB, 80GB, 3e9 or 10%"),
     (["engine", "vllm", "--model", "nosuch"], "--model (model) = 'nosuch'"),

@@ -5,8 +5,8 @@ the view; bad input must show the CLI's one line; a screenshot must show somethi
 
 Skipped, with the reason, only where Chromium is not installed.
 
-``EPBUF_SCREENSHOT=docs/serve.png python -m pytest tests/test_serve_browser.py -k screenshot``
-refreshes the README's screenshot.
+``python docs/regen.py`` refreshes the documentation's screenshot (docs/images/serve.png) from
+the same page.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def _version_arg(versions: tuple[str, ...]):
     own "invalid choice" wording runs past 100 columns once release numbers join the names)."""
     def parse(text: str) -> str:
         if text not in versions:
-            raise argparse.ArgumentTypeError(f"{text!r} unknown; one of {', '.join(versions)}")
+            raise argparse.ArgumentTypeError(f"{text!r} is none of {', '.join(versions)}")
         return text
 
     parse.__name__ = "engine version"
@@ -216,9 +216,10 @@ def _refuse_before_launch(name: str, flags: list[str]) -> None:
         from ..engines import _vllm_flags
 
         full, candidates = _vllm_flags.expand(flag.replace("_", "-") if flag.startswith("--") else flag)
-        hint = f" (vLLM spells it {full})" if full else ""
-    raise InvalidArgumentError([EngineProblem(flag, value or flag, f"not an option of {PROG} {name}{hint}; put the "
-                                                                   "engine's own options in the launch line after --")])
+        hint = f"vLLM's {full}: " if full else ""
+    # What to do first: the line keeps 100 columns (the guard cuts what follows a "; ")
+    raise InvalidArgumentError([EngineProblem(flag, value or flag, f"{hint}not {PROG}'s: put it in the launch line, "
+                                                                   "after --")])
 
 
 def run(args: argparse.Namespace) -> int:
