@@ -88,7 +88,9 @@ def with_installed(engine: str, tokens: list[str], rep, opts, env: dict | None =
     installed = result["engine_version"]
     version = f"{engine} {installed}"
     refused = result.get("resolved", {}).get("refused")
-    new = [_finding("warning", "engine.installed-differs",
+    new = [_finding("warning", "engine.installed-refuses", f"the installed {version} refuses this line at start-up: "
+                    f"{refused}", engine_version=installed, refused=refused)] if refused and bad else []
+    new += [_finding("warning", "engine.installed-differs",
                     f"the installed {version} gives {name} = {ours!r}, the recipe ({rep.version}) {theirs!r}",
                     argument=name, installed=ours, recipe=theirs) for name, ours, theirs in bad]
     if bad and installed in get_engine(engine).versions and rep.version != installed:

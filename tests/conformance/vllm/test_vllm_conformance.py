@@ -171,3 +171,16 @@ def test_from_installed_tells_vllm_the_device(capsys, device):
     codes = {f["code"] for f in findings}
     assert "engine.installed-agrees" in codes and "engine.installed-differs" not in codes, \
         [f["message"] for f in findings]
+
+
+def test_from_installed_reports_vllms_own_refusal_in_one_finding(capsys):
+    """vLLM 0.33.0 refuses tensor parallel 3 for DeepSeek-V3's 128 heads (a pydantic ValidationError
+    from ``VllmConfig``): one ``engine.installed-refuses`` warning with vLLM's reason, no traceback."""
+    code, out, err = run_cli(capsys, "engine", "vllm", "--from-installed", "--json", "--", "vllm", "serve",
+                             "deepseek-ai/DeepSeek-V3", "-dp", "2", "-tp", "3", "--enable-expert-parallel",
+                             "--all2all-backend", "deepep_low_latency")
+    assert code == 0, err
+    findings = json.loads(out)["report"]["findings"]
+    (refused,) = [f for f in findings if f["code"] == "engine.installed-refuses"]
+    assert "divisible by tensor parallel size (3)" in refused["message"] and "\n" not in refused["message"]
+    assert "Traceback" not in err

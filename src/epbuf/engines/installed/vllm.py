@@ -189,7 +189,10 @@ def _run(rec, words, model_path, device) -> dict:
 
     args = _parse(words, model_path)
     engine_args = AsyncEngineArgs.from_cli_args(args)
-    config = engine_args.create_engine_config(UsageContext.OPENAI_API_SERVER)
+    try:
+        config = engine_args.create_engine_config(UsageContext.OPENAI_API_SERVER)
+    except ValueError as error:  # vLLM refuses the line at start-up (pydantic's ValidationError included)
+        return {"refused": _first_reason(error)}
     pc = config.parallel_config
     resolved = {"all2all_backend": pc.all2all_backend, "tensor_parallel_size": pc.tensor_parallel_size,
                 "data_parallel_size": pc.data_parallel_size, "enable_expert_parallel": pc.enable_expert_parallel,
@@ -380,3 +383,11 @@ def compare(found: dict, rep: dict) -> list[tuple[str, object, object]]:
                         inputs.get("num_experts", 0) + inputs.get("num_redundant_experts", 0)))
     return out
 
+
+
+def _first_reason(error: ValueError) -> str:
+    """The line of a start-up refusal that says why: pydantic's ``Value error, ...`` line of a
+    ``ValidationError`` (its first line only counts the errors), else the first line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    reason = next((line for line in lines if line.startswith("Value error, ")), lines[0] if lines else "")
+    return reason.removeprefix("Value error, ").split(" [type=", 1)[0] or type(error).__name__
