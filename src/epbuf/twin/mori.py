@@ -189,8 +189,9 @@ class EpDispatchCombineOp:
                        "unchecked upstream: the kernel copies scaleDim * scaleTypeSize bytes", f"{scales.dtype}")
             ids = indices.to(torch.int64)
             bad = (ids < -1) | (ids >= R * L)
-            expect(not bool(bad.any()), "-1 <= indices < world_size * num_experts_per_rank", "unchecked upstream: the "
-                   "kernel sends to rank index // num_experts_per_rank", f"{int(ids[bad][0])} of {R * L} experts")
+            if bool(bad.any()):
+                expect(False, "-1 <= indices < world_size * num_experts_per_rank", "unchecked upstream: the kernel "
+                       "sends to rank index // num_experts_per_rank", f"{int(ids[bad][0])} of {R * L} experts")
             dest = torch.zeros(n, R, dtype=torch.bool)
             valid = ids >= 0
             tok = torch.arange(n).unsqueeze(1).expand(n, K)
@@ -211,25 +212,25 @@ class EpDispatchCombineOp:
         fields = (("hidden", "uint8", 1, row_bytes), ("indices", "int32", 4, K), ("weights", "float32", 4, K),
                   ("scales", "uint8", 1, c.scale_dim * c.scale_type_size if has_scales else 0), ("pos", "int32", 4, 1))
         layout = record_layout("MORI-EP dispatch token", fields)
-        data = {"hidden": input.reshape(n, -1).view(torch.uint8).reshape(n, row_bytes), "indices": indices,
+        data = {"hidden": input.contiguous().view(torch.uint8).reshape(n, row_bytes), "indices": indices,
                 "pos": (torch.arange(n, dtype=torch.int32) + E.rank * c.max_num_tokens_to_send()).unsqueeze(1)}
         if weights is not None:
             data["weights"] = weights
         if has_scales:
-            data["scales"] = scales.reshape(n, -1).view(torch.uint8).reshape(n, -1)
+            data["scales"] = scales.contiguous().view(torch.uint8).reshape(n, c.scale_dim * c.scale_type_size)
         send = pack_rows(torch, layout, int(route.token.shape[0]), route.token, **data)
         got = unpack_rows(layout, E.exchange(send, route.counts.tolist(), rows[:, E.rank].tolist(),
                                              "EpDispatchCombineOp.dispatch").wait())
         total = int(rows[:, E.rank].sum())
         out = torch.zeros(cap, int(input.shape[1]), dtype=input.dtype)
-        out.view(cap, -1).view(torch.uint8).view(cap, row_bytes)[:total] = got["hidden"]
+        out.view(torch.uint8).view(cap, row_bytes)[:total] = got["hidden"]
         out_weights = torch.zeros(cap, K, dtype=torch.float32)
         if weights is not None:
             out_weights[:total] = got["weights"]
         out_scales = None
         if has_scales:
             out_scales = torch.zeros(cap, c.scale_dim, dtype=scales.dtype)
-            out_scales.view(torch.uint8).view(cap, -1)[:total] = got["scales"]
+            out_scales.view(torch.uint8).view(cap, c.scale_dim * c.scale_type_size)[:total] = got["scales"]
         out_indices = torch.full((cap, K), -1, dtype=TOPK_IDX_DTYPE)
         out_indices[:total] = got["indices"]
         self._dispatched = {"pos": got["pos"].reshape(-1).clone(), "from": rows[:, E.rank].clone(), "route": route,
@@ -274,7 +275,7 @@ class EpDispatchCombineOp:
         es = y.element_size()
         layout = record_layout("MORI-EP combine token", (("hidden", "uint8", 1, H * es), ("weights", "float32", 4,
                                                                                           K if has_w else 0)))
-        data = {"hidden": y.reshape(total, -1).view(torch.uint8).reshape(total, H * es)}
+        data = {"hidden": y.contiguous().view(torch.uint8).reshape(total, H * es)}
         if has_w:
             data["weights"] = weights[:total]
         send = pack_rows(torch, layout, total, torch.arange(total), **data)
