@@ -96,7 +96,8 @@ def _tensor(x, name: str, ndim: int, dtypes, rows: int | None, cols: int | None)
     expect(isinstance(x, torch.Tensor), f"{name} is a torch.Tensor", "its data_ptr() is passed to the kernel",
            f"got {type(x).__name__}")
     expect(x.dim() == ndim and x.is_contiguous(), f"{name} is a contiguous {ndim}-d tensor", "unchecked upstream: "
-           "the kernel reads its data_ptr() as a dense array", f"shape {tuple(x.shape)}, contiguous={x.is_contiguous()}")
+           "the kernel reads its data_ptr() as a dense array",
+           f"shape {tuple(x.shape)}, contiguous={x.is_contiguous()}")
     expect(dtypes is None or x.dtype in dtypes, f"{name}.dtype in {[str(d) for d in dtypes or ()]}",
            src(PY, "290-309, 32"), f"{name} is {x.dtype}")
     expect(rows is None or int(x.shape[0]) == rows, f"{name}.size(0) == the tokens of input", "unchecked upstream: "
@@ -179,7 +180,8 @@ class EpDispatchCombineOp:
                    f"{n} tokens > {c.max_num_inp_token_per_rank}")
             row_bytes = int(input.shape[1]) * input.element_size()
             expect(row_bytes <= c.max_hidden_bytes(), "input row bytes <= hidden_dim * max_token_type_size",
-                   "unchecked upstream: dispatchOut rows hold MaxHiddenBytes()", f"{row_bytes} B > {c.max_hidden_bytes()} B")
+                   "unchecked upstream: dispatchOut rows hold MaxHiddenBytes()",
+                   f"{row_bytes} B > {c.max_hidden_bytes()} B")
             _tensor(indices, "indices", 2, (TOPK_IDX_DTYPE,), n, K)
             if weights is not None:
                 _tensor(weights, "weights", 2, (torch.float32,), n, K)
@@ -197,7 +199,8 @@ class EpDispatchCombineOp:
             tok = torch.arange(n).unsqueeze(1).expand(n, K)
             dest[tok[valid], (ids[valid] // L)] = True
             route = TokenRoute(torch, dest)
-            return route.counts.tolist() + [row_bytes, int(input.dtype.itemsize), int(has_scales)], (route, n, row_bytes)
+            row = route.counts.tolist() + [row_bytes, int(input.dtype.itemsize), int(has_scales)]
+            return row, (route, n, row_bytes)
 
         (route, n, row_bytes), rows = E.agree("EpDispatchCombineOp.dispatch", R + 3, prepare)
         E.same_everywhere(rows, slice(R, R + 3), "EpDispatchCombineOp.dispatch", "the input row bytes, dtype size "
@@ -207,8 +210,8 @@ class EpDispatchCombineOp:
         if int(recv.max()) > cap:
             q = int(recv.argmax())
             raise UpstreamAssertion(f"rank {q} of {R}: total received tokens <= max_num_tokens_to_recv() failed "
-                                    f"({src(PY, '238-242')}: the kernel asserts): {int(recv[q])} > {cap} (max_total_recv_"
-                                    f"tokens {c.max_total_recv_tokens}, world_size {R})")
+                                    f"({src(PY, '238-242')}: the kernel asserts): {int(recv[q])} > {cap} "
+                                    f"(max_total_recv_tokens {c.max_total_recv_tokens}, world_size {R})")
         fields = (("hidden", "uint8", 1, row_bytes), ("indices", "int32", 4, K), ("weights", "float32", 4, K),
                   ("scales", "uint8", 1, c.scale_dim * c.scale_type_size if has_scales else 0), ("pos", "int32", 4, 1))
         layout = record_layout("MORI-EP dispatch token", fields)
@@ -255,7 +258,8 @@ class EpDispatchCombineOp:
                    "upstream: the kernel reads total_recv rows", f"{int(input.shape[0])} rows < {d['total']}")
             row_bytes = int(input.shape[1]) * input.element_size()
             expect(row_bytes <= c.max_hidden_bytes(), "input row bytes <= hidden_dim * max_token_type_size",
-                   "unchecked upstream: combineInp rows hold MaxHiddenBytes()", f"{row_bytes} B > {c.max_hidden_bytes()} B")
+                   "unchecked upstream: combineInp rows hold MaxHiddenBytes()",
+                   f"{row_bytes} B > {c.max_hidden_bytes()} B")
             _tensor(indices, "indices", 2, (TOPK_IDX_DTYPE,), d["n"], K)
             if has_w:
                 _tensor(weights, "weights", 2, (torch.float32,), None, K)
@@ -301,7 +305,8 @@ ops.dispatch_combine = dispatch_combine
 
 
 def install() -> None:
-    """Make ``import mori`` (``mori.ops.EpDispatchCombineOp``, ``from mori.ops.dispatch_combine import ...``) give this twin."""
+    """Make ``import mori`` (``mori.ops.EpDispatchCombineOp``, ``from mori.ops.dispatch_combine import ...``)
+    give this twin."""
     sys.modules["mori"] = sys.modules[__name__]
     sys.modules["mori.ops"] = ops
     sys.modules["mori.ops.dispatch_combine"] = dispatch_combine
