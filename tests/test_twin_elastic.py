@@ -33,7 +33,7 @@ def test_two_ranks_pass_test_eps_assertions_and_refuse_on_every_rank():
     assert "no refusal" not in r.values(), r
     assert r["too many tokens"].startswith("rank 1 of 2: num_tokens <= num_max_tokens_per_rank failed")
     assert "17 tokens" in r["too many tokens"]
-    assert "num_experts % num_ranks == 0" in r["num_experts"] or "num_experts" in r["num_experts"]
+    assert "num_experts % num_ranks == 0 failed" in r["num_experts"] and "num_experts = 9" in r["num_experts"]
     assert "the buffer holds the dispatch" in r["small buffer"] and "1048576 B" in r["small buffer"]
     assert "-1 <= topk_idx < num_experts" in r["expert out of range"]
     assert "BF16" in r["float x"] and "expanding layout" in r["expand"]
