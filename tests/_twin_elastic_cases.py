@@ -79,12 +79,13 @@ def round_trip(rank: int, num_ranks: int, fp8: bool, alignment: int) -> dict:
     cached = buffer.dispatch(x, topk_weights=topk_weights, handle=handle)
     assert torch.equal(cached[1], recv_idx) and torch.equal(cached[3].dst_buffer_slot_idx, handle.dst_buffer_slot_idx)
     assert torch.equal(cached[0][0] if fp8 else cached[0], recv_x[0] if fp8 else recv_x)
-    # combine: each rank sends back its rows times (rank + 1); the reference sums in fp32 (:129-137, :503-510)
+    # combine: each rank sends back its rows times 2 ** rank (exact: the fp32 sum is the same in any order);
+    # the reference sums in fp32 (:129-137, :503-510)
     y = recv_x[0].to(torch.bfloat16) if fp8 else recv_x
-    y = (y.float() * (rank + 1)).to(torch.bfloat16)
+    y = (y.float() * 2 ** rank).to(torch.bfloat16)
     combined, combined_w, _ = buffer.combine(y, handle, topk_weights=recv_w, bias=bias)
     holders = torch.stack([((topk_idx >= q * L) & (topk_idx < (q + 1) * L)).any(1) for q in range(num_ranks)], 1)
-    factor = (holders.float() * (torch.arange(num_ranks) + 1).float()).sum(1, keepdim=True)
+    factor = (holders.float() * (2.0 ** torch.arange(num_ranks)).float()).sum(1, keepdim=True)
     x_bf16 = x[0].to(torch.bfloat16) if fp8 else x
     ref = (x_bf16.float() * factor + bias.float()).to(torch.bfloat16)
     assert torch.equal(combined, ref), (combined - ref).abs().max()
@@ -111,8 +112,8 @@ def refusals(rank: int, num_ranks: int) -> dict:
     far[0, 0] = EXPERTS if rank else 0  # only rank 1's is out of range
     out = {
         # only rank 1 passes too many tokens: every rank raises rank 1's refusal
-        "too many tokens": _refusal(lambda: buffer.dispatch(big_x if rank else x, topk_idx=big_idx if rank else topk_idx,
-                                                            num_experts=EXPERTS)),
+        "too many tokens": _refusal(lambda: buffer.dispatch(big_x if rank else x,
+                                                            topk_idx=big_idx if rank else topk_idx, num_experts=EXPERTS)),
         "small buffer": _refusal(lambda: small.dispatch(x, topk_idx=topk_idx, num_experts=EXPERTS)),
         "num_experts": _refusal(lambda: buffer.dispatch(x, topk_idx=topk_idx, num_experts=EXPERTS + 1)),
         "expert out of range": _refusal(lambda: buffer.dispatch(x, topk_idx=far,
@@ -125,6 +126,7 @@ def refusals(rank: int, num_ranks: int) -> dict:
     }
     _, _, _, handle, _ = buffer.dispatch(x, topk_idx=topk_idx, num_experts=EXPERTS)
     out["cached with topk_idx"] = _refusal(lambda: buffer.dispatch(x, topk_idx=topk_idx, handle=handle))
+    out["qps"] = _refusal(lambda: buffer.combine(x, handle, num_qps=1000))
     out["combine rows"] = _refusal(lambda: buffer.combine(x[:0], handle))
     out["hint"] = _refusal(lambda: deep_ep.ElasticBuffer.get_buffer_size_hint(dist.group.WORLD, 0, HIDDEN))
     return out

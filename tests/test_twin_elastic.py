@@ -41,3 +41,5 @@ def test_two_ranks_pass_test_eps_assertions_and_refuse_on_every_rank():
     assert "assert topk_idx is None" in r["cached with topk_idx"]
     assert "EPHandle" in r["combine handle"] and "num_recv_tokens" in r["combine rows"]
     assert "calculate_elastic_buffer_size" in r["hint"]
+    assert "Allocated QPs are not enough" in r["qps"] and "1000 > 65" in r["qps"]
+

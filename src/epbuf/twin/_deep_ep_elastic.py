@@ -96,7 +96,8 @@ class ElasticBuffer:
                  async_with_compute_stream: bool = False, allocate_on_comm_stream: bool = False, handle=None,
                  do_handle_copy: bool = True, do_cpu_sync=None, do_expand: bool = False,
                  do_zero_padding: bool = False, use_tma_aligned_col_major_sf: bool = False):
-        """``ElasticBuffer.dispatch`` (``PY:855-1033``): ``(recv_x, recv_topk_idx, recv_topk_weights, handle, event)``."""
+        """``ElasticBuffer.dispatch`` (``PY:855-1033``): ``(recv_x, recv_topk_idx, recv_topk_weights, handle,
+        event)``."""
         torch, engine, R, me = self.torch, self.engine, self.num_ranks, self.rank_idx
         x, sf = x if isinstance(x, tuple) else (x, None)
         cached = handle is not None
@@ -105,6 +106,8 @@ class ElasticBuffer:
             nonlocal topk_idx, num_experts, num_max_tokens_per_rank, expert_alignment, do_cpu_sync
             expect(not self.destroyed, "self.runtime is not None", PY.format(378))
             expect(not do_expand, "not do_expand", "epbuf.twin: the expanding layout is not twinned")
+            expect(num_qps <= self.num_allocated_qps, "assert num_qps <= self.num_allocated_qps, 'Allocated QPs are "
+                   "not enough'", PY.format(930), f"{num_qps} > {self.num_allocated_qps}")
             if cached:
                 expect(topk_idx is None, "assert topk_idx is None", PY.format(938))
                 expect(do_cpu_sync is None or not do_cpu_sync, "assert do_cpu_sync is None or not do_cpu_sync, "
@@ -131,7 +134,8 @@ class ElasticBuffer:
                    " == 0", "csrc/elastic/buffer.hpp dispatch", f"num_experts = {num_experts!r}, {R} ranks")
             expect(type(expert_alignment) is int and expert_alignment > 0, "expert_alignment > 0", PY.format(918),
                    repr(expert_alignment))
-            expect(type(num_max_tokens_per_rank) is int and 0 < num_max_tokens_per_rank and n <= num_max_tokens_per_rank,
+            expect(type(num_max_tokens_per_rank) is int and 0 < num_max_tokens_per_rank
+                   and n <= num_max_tokens_per_rank,
                    "num_tokens <= num_max_tokens_per_rank", "csrc/elastic/buffer.hpp dispatch",
                    f"{n} tokens, num_max_tokens_per_rank = {num_max_tokens_per_rank!r}")
             need = _hint(R, num_max_tokens_per_rank, H, K, sf is not None, self.allow_hybrid_mode,
@@ -190,8 +194,9 @@ class ElasticBuffer:
         if not cached:
             slot = torch.full((n, R), -1, dtype=torch.int32)
             begin = torch.cumsum(rows[:, 7:], 0) - rows[:, 7:]  # [source, dest]: first row of source's tokens
-            slot[route.token, route.rank] = (begin[me][route.rank] + torch.arange(int(route.token.shape[0]))
-                                             - (torch.cumsum(route.counts, 0) - route.counts)[route.rank]).to(torch.int32)
+            first = torch.cumsum(route.counts, 0) - route.counts  # my first row for each destination
+            position = begin[me][route.rank] + torch.arange(int(route.token.shape[0])) - first[route.rank]
+            slot[route.token, route.rank] = position.to(torch.int32)
             handle = EPHandle(do_expand=False, num_experts=num_experts, expert_alignment=expert_alignment,
                               num_max_tokens_per_rank=num_max_tokens_per_rank, num_sms=num_sms,
                               topk_idx=topk_idx.clone() if do_handle_copy else topk_idx, num_recv_tokens=m,
@@ -214,6 +219,8 @@ class ElasticBuffer:
         def prepare():
             expect(not self.destroyed, "self.runtime is not None", PY.format(378))
             expect(isinstance(handle, EPHandle), "handle is an EPHandle from dispatch", PY.format(1049))
+            expect(num_qps <= self.num_allocated_qps, "assert num_qps <= self.num_allocated_qps, 'Allocated QPs are "
+                   "not enough'", PY.format(1088), f"{num_qps} > {self.num_allocated_qps}")
             biases = (bias,) if isinstance(bias, torch.Tensor) else (bias if isinstance(bias, tuple) else ())
             expect(bias is None or len(biases) in (1, 2), "assert len(bias) == 2", PY.format(1042))
             m, n, K = handle.num_recv_tokens, int(handle.topk_idx.shape[0]), int(handle.topk_idx.shape[1])
