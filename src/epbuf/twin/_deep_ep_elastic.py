@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..backends.deepep_v2.hint import calculate_buffer_size
 from ..errors import EpbufError
 from ._deep_ep_event import EventOverlap
-from ._engine import Engine, UpstreamAssertion, expect, torch_module
+from ._engine import Engine, UpstreamAssertion, expect
 from ._engine_records import TokenRoute, pack_rows, record_layout, reduce_rows, unpack_rows
 
 __all__ = ["ElasticBuffer", "EPHandle"]
