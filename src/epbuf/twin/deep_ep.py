@@ -18,6 +18,7 @@ copy, sync, ``async_finish`` and ``return_recv_hook``). Sizes and capacity check
 covered, refused in one line: internode normal mode (more than 8 ranks), shrink mode
 (``enable_shrink``), an ``mpi4py`` communicator instead of a group. ``use_logfmt`` combines
 in BF16 (upstream's LogFMT is a lossy 10-bit format: the twin's result is the exact one).
+DeepEP V2's ``ElasticBuffer`` (one node, non-expanding layout) is :mod:`._deep_ep_elastic`.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from ..backends.deepep_v1 import get_combine_config as _combine_config
 from ..backends.deepep_v1 import get_dispatch_config as _dispatch_config
 from ..backends.deepep_v1 import get_low_latency_rdma_size_hint as _ll_hint
 from ..errors import EpbufError
+from ._deep_ep_elastic import ElasticBuffer, EPHandle
 from ._deep_ep_event import EventHandle, EventOverlap
 from ._engine import Engine, UpstreamAssertion, expect, torch_module
 
-__all__ = ["Buffer", "Config", "EventOverlap", "EventHandle", "topk_idx_t", "install", "utils", "UpstreamAssertion"]
+__all__ = ["Buffer", "ElasticBuffer", "EPHandle", "Config", "EventOverlap", "EventHandle", "topk_idx_t", "install", "utils", "UpstreamAssertion"]
 
 torch = torch_module()
 topk_idx_t = torch.int64  # deep_ep._C.topk_idx_t of a default (64-bit index) build
