@@ -30,6 +30,14 @@ def expand(case: Case, want: dict, rank: int, alignment: int):
     return torch.cat(rows), torch.cat(slots)
 
 
+def round_trips(rank: int, num_ranks: int, case: Case, alignments) -> list:
+    return [round_trip(rank, num_ranks, case, alignment) for alignment in alignments]
+
+
+def hostile_and_boundary(rank: int, num_ranks: int, case: Case, wide: Case) -> tuple:
+    return hostile(rank, num_ranks, case), boundary(rank, num_ranks, wide)
+
+
 def round_trip(rank: int, num_ranks: int, case: Case, alignment: int) -> dict:
     ep = deep_ep()
     inputs = [make_inputs(case, r) for r in range(num_ranks)]

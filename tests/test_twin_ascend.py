@@ -31,21 +31,27 @@ def _cases():
     return _twin_ascend_cases
 
 
-@pytest.mark.parametrize("alignment", [1, 4])
-def test_round_trip_bit_exact(alignment):
+def test_round_trip_bit_exact():
     case = _case(tokens=(6, 8))
-    results = run_gloo(_cases().round_trip, 2, case, alignment, timeout=60)
+    results = run_gloo(_cases().round_trips, 2, case, (1, 4), timeout=60)
     hint = calculate_buffer_size(2, 8, 128, 4, False)
-    for rank, got in enumerate(results):
-        assert got["problems"] == [], (rank, got["problems"])
+    for rank, alignment, got in ((r, a, got) for r, per_rank in enumerate(results) for a, got in zip((1, 4), per_rank)):
+        assert got["problems"] == [], (rank, alignment, got["problems"])
         assert got["num_bytes"] == hint
         assert all(n % alignment == 0 for n in got["per_expert"])
         assert got["expanded"] == sum(got["per_expert"]) > 0
 
 
-def test_hostile_arguments_refuse_on_every_rank():
-    case = _case()
-    results = run_gloo(_cases().hostile, 2, case, timeout=60)
+def test_hostile_arguments_and_capacity_boundary():
+    """Refusals on both ranks; the hint is epbuf.backends.ascend.calculate_buffer_size; dispatch refuses
+    the largest 2 MiB multiple below get_dispatch_buffer_size and runs at the smallest one at or above it."""
+    assert calculate_buffer_size(8, 4096, 7168, 8, False) >= get_dispatch_buffer_size(4096, 7168, 0, 8, 2, 8)
+    both = run_gloo(_cases().hostile_and_boundary, 2, _case(), _case(hidden=2048, max_tokens=256), timeout=60)
+    results = [b[0] for b in both]
+    for limit in (b[1] for b in both):
+        assert limit["below"].startswith("UpstreamAssertion") and "get_dispatch_buffer_size" in limit["below"]
+        assert limit["at"] == "ok", limit["at"]
+        assert limit["hint"] == limit["hint_backend"]
     for rank, got in enumerate(results):
         assert "allow_multiple_reduction" in got["multiple_reduction"] and "AssertionError" not in got["qps"]
         assert got["multiple_reduction"].startswith("UpstreamAssertion")
@@ -65,13 +71,3 @@ def test_hostile_arguments_refuse_on_every_rank():
         assert got["hidden_64"].startswith("UpstreamAssertion") and "hidden % 128" in got["hidden_64"]
     assert "topk_idx" in results[0]["peer"] and "PeerError" in results[1]["peer"]
 
-
-def test_capacity_boundary_and_hint():
-    """The hint is epbuf.backends.ascend.calculate_buffer_size; dispatch refuses the largest 2 MiB
-    multiple below get_dispatch_buffer_size and runs at the smallest one at or above it."""
-    assert calculate_buffer_size(8, 4096, 7168, 8, False) >= get_dispatch_buffer_size(4096, 7168, 0, 8, 2, 8)
-    results = run_gloo(_cases().boundary, 2, _case(hidden=2048, max_tokens=256), timeout=60)
-    for got in results:
-        assert got["below"].startswith("UpstreamAssertion") and "get_dispatch_buffer_size" in got["below"]
-        assert got["at"] == "ok", got["at"]
-        assert got["hint"] == got["hint_backend"]

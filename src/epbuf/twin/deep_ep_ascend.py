@@ -1,6 +1,6 @@
-"""A CPU twin of DeepEP-Ascend's Python ``EPBuffer`` (package ``deep_ep``, ``deep_ep/buffers/ep.py`` in the public
-code index, read 2026-12-07, no git snapshot: citations ``EPPY:`` name that text; the C++ binding is
-``csrc/buffers/ep.hpp``, ``EPB:``), over :class:`epbuf.runtime.Buffer` (refs.py semantics, ``ascend`` layout).
+"""A CPU twin of DeepEP-Ascend's Python ``EPBuffer`` (package ``deep_ep``; no git snapshot is published: the
+class as the public code index holds it, file id 70645666942, read 2026-12-07, its path not shown there; ``PY``
+below names that text; the C++ class is ``csrc/buffers/ep.hpp``, id 70701492328, ``EPB:``), over :class:`epbuf.runtime.Buffer` (refs.py semantics, ``ascend`` layout).
 
 Use it where code does ``from deep_ep import EPBuffer``::
 
@@ -34,7 +34,7 @@ from ._engine import UpstreamAssertion, torch_module
 __all__ = ["EPBuffer", "EPHandle", "EventOverlap", "install", "UpstreamAssertion"]
 
 torch = torch_module()
-PY = "deep_ep/buffers/ep.py (DeepEP-Ascend, public code index 2026-12-07)"
+PY = "DeepEP-Ascend deep_ep EPBuffer (public code index id 70645666942, 2026-12-07)"
 
 
 def _assert(ok: bool, assertion: str, where: str, value: str) -> None:
@@ -67,7 +67,7 @@ class EPHandle:
 
 
 class EPBuffer:
-    """``deep_ep.EPBuffer`` on Ascend (``EPPY``: ``class EPBuffer(BufferBase)``), on a gloo group."""
+    """``deep_ep.EPBuffer`` on Ascend (``class EPBuffer(BufferBase)``, ``PY``), on a gloo group."""
 
     def __init__(self, group, num_bytes=None, num_max_tokens_per_rank: int = 0, hidden: int = 0, num_topk: int = 0,
                  use_fp8_dispatch: bool = False, lb_allocation_plan_or_num_bytes=0, deterministic: bool = False,
@@ -101,7 +101,7 @@ class EPBuffer:
                 "assert num_bytes >= 0 and num_bytes % _C.get_num_allocation_alignment() == 0", PY,
                 f"num_bytes={num_bytes!r}, alignment {NUM_ALLOCATION_ALIGNMENT_BYTES:,}")
         self.num_bytes = num_bytes
-        self.num_scaleout_ranks, self.num_scaleup_ranks = 1, self.num_ranks  # one HCCL domain (EPPY docstring)
+        self.num_scaleout_ranks, self.num_scaleup_ranks = 1, self.num_ranks  # one HCCL domain (PY's docstring)
         self.destroyed, self._runtime, self._num_experts = False, None, None
 
     @staticmethod
