@@ -67,8 +67,8 @@ def round_trip(rank: int, num_ranks: int, case: Case, alignment: int) -> dict:
     y = torch.full((rows.numel(), case.hidden), 7.0, dtype=torch.bfloat16)
     y[real] = y3[rows[real], slots[real]]
     combined_x, combined_w, _ = buffer.combine(y, handle)
-    source_y = weighted(case, expert_output(case, torch.arange(case.tokens[rank]) + rank * case.num_max_tokens_per_rank),
-                        w, idx)
+    sources = torch.arange(case.tokens[rank]) + rank * case.num_max_tokens_per_rank
+    source_y = weighted(case, expert_output(case, sources), w, idx)
     expected = reference_combine(case, source_y, idx)
     if not np.array_equal(bits(combined_x), bits(expected)):
         problems.append(f"combined_x differs (max |diff| {(combined_x.float() - expected.float()).abs().max().item()})")

@@ -1,6 +1,7 @@
 """A CPU twin of DeepEP-Ascend's Python ``EPBuffer`` (package ``deep_ep``; no git snapshot is published: the
 class as the public code index holds it, file id 70645666942, read 2026-12-07, its path not shown there; ``PY``
-below names that text; the C++ class is ``csrc/buffers/ep.hpp``, id 70701492328, ``EPB:``), over :class:`epbuf.runtime.Buffer` (refs.py semantics, ``ascend`` layout).
+below names that text; the C++ class is ``csrc/buffers/ep.hpp``, id 70701492328, ``EPB:``), over
+:class:`epbuf.runtime.Buffer` (refs.py semantics, ``ascend`` layout).
 
 Use it where code does ``from deep_ep import EPBuffer``::
 
@@ -18,9 +19,10 @@ dispatch). Dispatch returns upstream's five items, ``recv_topk_idx`` ``None`` as
 expanded layout, one row per (received token, local expert), grouped by local expert, each group padded to
 ``expert_alignment`` with zero rows; within a group rows follow ``src_token_global_idx`` (refs.py's order).
 Combine takes ``[num_expanded_tokens, hidden]`` and sums each received token's rows in fp32 in top-k
-order, refs.py's local reduction (one BF16 partial per received token), then :meth:`epbuf.runtime.Buffer.combine` reduces at the source.
-The order of upstream's own in-kernel reduction is not visible in the Python wrapper; this order is the twin's.
-Not mirrored: cached dispatch (``handle=``), ``defer_epilogue``, ``bias``, LB storage, ``cumulative_local_expert_recv_stats``.
+order, refs.py's local reduction (one BF16 partial per received token), then
+:meth:`epbuf.runtime.Buffer.combine` reduces at the source. The order of upstream's own in-kernel reduction
+is not visible in the Python wrapper; this order is the twin's. Not mirrored: cached dispatch (``handle=``),
+``defer_epilogue``, ``bias``, combine's ``topk_weights``, LB storage, ``cumulative_local_expert_recv_stats``.
 """
 
 from __future__ import annotations
@@ -168,7 +170,8 @@ class EPBuffer:
         _assert(max_tokens == self.num_max_tokens_per_rank, "num_max_tokens_per_rank is the constructor's",
                 "the twin's runtime buffer", f"{max_tokens!r} vs {self.num_max_tokens_per_rank!r}")
         _assert(type(num_experts) is int and num_experts > 0 and num_experts % self.num_ranks == 0,
-                "EP_HOST_ASSERT(num_experts % context->num_ranks == 0)", "EPB: dispatch", f"num_experts={num_experts!r}")
+                "EP_HOST_ASSERT(num_experts % context->num_ranks == 0)", "EPB: dispatch",
+                f"num_experts={num_experts!r}")
         num_tokens, num_topk = int(data.size(0)), int(topk_idx.size(1))
         _assert(num_tokens <= max_tokens, "EP_HOST_ASSERT(num_tokens <= num_max_tokens_per_rank)", "EPB: dispatch",
                 f"{num_tokens} > {max_tokens}")
