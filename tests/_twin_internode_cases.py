@@ -82,7 +82,7 @@ def internode(rank: int, num_ranks: int, num_tokens: int, hidden: int, num_exper
     peers = torch.arange(num_nodes) * NVL + rank % NVL
 
     checked = 0
-    for previous_mode in (False, True):
+    for previous_mode in (False,):  # upstream's True only adds capture(): tests/_twin_cases.py runs it
         for async_mode in (False, True):
             for current_x in (x_pure_rand, x, x_pure_rand_e4m3, x_e4m3):
                 for with_topk in (False, True):
@@ -121,17 +121,17 @@ def internode(rank: int, num_ranks: int, num_tokens: int, hidden: int, num_exper
                                                                            sent[:, rank]).to(torch.int32))
                     assert bool(((meta[:, 1] >> (rank % NVL)) & 1).all())  # each token is for this rank
                     assert handle[8].shape == (num_tokens, num_nodes) and handle[9].shape == (int(handle[4][-1]), NVL)
+                    node_ranks = torch.arange(NVL) + rank // NVL * NVL  # each local rank's forwarded tokens
+                    assert torch.equal((handle[9] >= 0).sum(0), sent[peers][:, node_ranks].sum(0).to(torch.int64))
                     for r in range(num_nodes):
                         assert sorted(handle[8][:, r][handle[8][:, r] >= 0].tolist()) == sorted(
                             [i for c in range(num_sms // 2) for i in range(int(handle[1][r, c]) - (
                                 int(handle[1][r, c - 1]) if c else 0))])
-                    recv_topk_weights_clone = None
                     if with_topk:
                         assert (recv_topk_idx.eq(-1) | ((recv_topk_idx >= 0) & (recv_topk_idx < (
                             num_experts // num_ranks)))).sum().item() == recv_topk_idx.numel()
                         for i, count in enumerate(recv_list):
                             assert recv_topk_idx.eq(i).sum().item() == count
-                        recv_topk_weights_clone = recv_topk_weights.clone()
                         if not is_rand:
                             recv_topk_weights[recv_topk_idx.eq(-1)] = recv_topk_weights.amax(
                                 dim=1, keepdim=True).expand_as(recv_topk_weights)[recv_topk_idx.eq(-1)]

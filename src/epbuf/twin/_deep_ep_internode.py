@@ -113,9 +113,9 @@ def internode_dispatch(buf, x, handle, num_tokens_per_rank, num_tokens_per_rdma_
 
     n = int(x_only.shape[0])
     bits = torch.zeros((n, N), dtype=torch.int32)
-    if is_token_in_rank.dim() == 2 and int(is_token_in_rank.shape[1]) == R and is_token_in_rank.dtype == torch.bool:
+    if tuple(is_token_in_rank.shape) == (n, R) and is_token_in_rank.dtype == torch.bool:  # else refused below
         weights = (2 ** torch.arange(NVL_PEERS, dtype=torch.int32))
-        bits = (is_token_in_rank.view(n, N, NVL_PEERS).to(torch.int32) * weights).sum(2).to(torch.int32)
+        bits = (is_token_in_rank.reshape(n, N, NVL_PEERS).to(torch.int32) * weights).sum(2).to(torch.int32)
     extra = ((("nvl_bits", "int32", 4, N), bits.contiguous()),)
     recv_xs, recv_topk_idx, recv_topk_weights, per_expert, inner, event = intranode_dispatch(
         buf, x_only, x_scales, topk_idx, topk_weights, num_tokens_per_rank, is_token_in_rank, num_tokens_per_expert, None,
@@ -155,16 +155,16 @@ def _forwarder_heads(engine, torch, rdma_mask, bits, table, peers, node: int, C:
     per_node = rdma_mask.sum(0).tolist()
     for r in range(N):
         send_counts[r * NVL_PEERS + int(peers[0]) % NVL_PEERS] = int(per_node[r])
-    for s, peer in enumerate(peers.tolist()):
+    for peer in peers.tolist():
         recv_counts[peer] = int(table[peer, node, -1])
     recv = engine.exchange(rows, send_counts, recv_counts, "internode dispatch (forwarder)").wait()
     got = recv.contiguous().view(torch.int32).reshape(-1, 2)
-    head = torch.full((int(got.shape[0]), NVL_PEERS), -1, dtype=torch.int32)
-    for k in range(NVL_PEERS):
-        to_k = ((got[:, 1] >> k) & 1).bool()
-        for c in range(C):
-            sel = to_k & (got[:, 0] == c)
-            head[sel, k] = torch.arange(int(sel.sum()), dtype=torch.int32)
+    to_k = ((got[:, 1:2] >> torch.arange(NVL_PEERS, dtype=torch.int32)) & 1).to(torch.int32)  # [rows, 8]
+    head = torch.full(tuple(to_k.shape), -1, dtype=torch.int32)
+    for c in torch.unique(got[:, 0]).tolist():
+        sel = got[:, 0] == c
+        mine = to_k[sel]
+        head[sel] = torch.where(mine.bool(), torch.cumsum(mine, 0) - 1, head[sel]).to(torch.int32)
     return head
 
 
