@@ -51,7 +51,10 @@ def _channel_counts(torch, mask, num_channels: int):
 
 def intranode_dispatch(buf, x, x_scales, topk_idx, topk_weights, num_tokens_per_rank, is_token_in_rank,
                        num_tokens_per_expert, handle, expert_alignment, num_worst_tokens, config, previous_event,
-                       async_finish, allocate_on_comm_stream):
+                       async_finish, allocate_on_comm_stream, capacity=None, extra=()):
+    """``capacity(hidden_bytes, num_topk, num_scales)``, where set, replaces the intranode
+    buffer checks (the internode twin's); ``extra`` adds ``(field, values)`` to each record and the
+    received values to the returned handle's end."""
     engine, torch = buf._engine, buf._engine.torch
     R, me = engine.num_ranks, engine.rank
     cached = handle is not None
@@ -117,13 +120,16 @@ def intranode_dispatch(buf, x, x_scales, topk_idx, topk_weights, num_tokens_per_
         if allocate_on_comm_stream:
             expect(previous_event is not None and async_finish,
                    "EP_HOST_ASSERT(previous_event.has_value() and async)", BUF.format(512))
-        if not cached:
+        if not cached and capacity is None:
             need = notify_dispatch_nvl_bytes(R, experts // R)
             expect(need <= buf.num_nvl_bytes, "EP_HOST_ASSERT(num_ranks * (num_ranks + num_local_experts) * "
                    "sizeof(int) <= num_nvl_bytes)", BUF.format(552), f"{need:,} > {buf.num_nvl_bytes:,}")
             if num_worst_tokens > 0:
                 expect(topk_idx is not None, "EP_HOST_ASSERT(topk_idx.has_value())", BUF.format(576))
-        need = intranode_dispatch_nvl_bytes(config, R, hidden * x.element_size(), num_topk, num_scales)
+        if capacity is not None:
+            capacity(hidden * x.element_size(), num_topk, num_scales)
+        need = 0 if capacity is not None else intranode_dispatch_nvl_bytes(config, R, hidden * x.element_size(),
+                                                                           num_topk, num_scales)
         expect(need <= buf.num_nvl_bytes, "EP_HOST_ASSERT(prefix matrix + channel offsets + queues + "
                "channels x ranks x num_max_nvl_chunked_recv_tokens x (hidden + index + top-k + scales) <= "
                "num_nvl_bytes)", BUF.format("627-637"), f"{need:,} B > {buf.num_nvl_bytes:,} B")
@@ -176,6 +182,9 @@ def intranode_dispatch(buf, x, x_scales, topk_idx, topk_weights, num_tokens_per_
         if num_topk:
             fields += [("topk_idx", "int64", 8, num_topk), ("topk_weights", "float32", 4, num_topk)]
             values["topk_idx"], values["topk_weights"] = topk_idx, topk_weights
+        for field, value in extra:
+            fields.append(field)
+            values[field[0]] = value
     layout = record_layout("DeepEP intranode dispatch", tuple(fields))
     num_rows = int(route.token.shape[0])
     send = pack_rows(torch, layout, num_rows, route.token, out=engine.scratch(("dispatch", "send"),
@@ -215,12 +224,13 @@ def intranode_dispatch(buf, x, x_scales, topk_idx, topk_weights, num_tokens_per_
     recv_channel_prefix = (starts.unsqueeze(1) + torch.cat(
         [torch.zeros((R, 1), dtype=torch.int64), channel_prefixes[:, :-1]], 1)).to(torch.int32)
     new_handle = (rank_prefix, prefix, recv_channel_prefix, recv_src_idx, is_token_in_rank, send_head)
+    new_handle += tuple(got[field[0]] for field, _ in extra)
     recv_xs = (recv_x, recv_scales) if num_scales else recv_x
     return recv_xs, recv_topk_idx, recv_topk_weights, per_expert, new_handle, event
 
 
 def intranode_combine(buf, x, handle, topk_weights, bias, config, previous_event, async_finish,
-                      allocate_on_comm_stream):
+                      allocate_on_comm_stream, capacity=None):
     engine, torch = buf._engine, buf._engine.torch
     R, me = engine.num_ranks, engine.rank
     rank_prefix, _, channel_prefix, src_idx, mask, send_head = handle
@@ -248,7 +258,9 @@ def intranode_combine(buf, x, handle, topk_weights, bias, config, previous_event
             expect(int(topk_weights.shape[0]) == n, "EP_HOST_ASSERT(topk_weights->size(0) == num_tokens)",
                    BUF.format(773))
             num_topk = int(topk_weights.shape[1])
-        need = cached_notify_combine_nvl_bytes(config, R)
+        if capacity is not None:
+            capacity(hidden * x.element_size(), num_topk)
+        need = 0 if capacity is not None else cached_notify_combine_nvl_bytes(config, R)
         expect(need <= buf.num_nvl_bytes, "EP_HOST_ASSERT(num_channels * num_ranks * sizeof(int) * 2 <= num_nvl_bytes)",
                BUF.format(782))
         for b in (bias_0, bias_1):
@@ -256,7 +268,8 @@ def intranode_combine(buf, x, handle, topk_weights, bias, config, previous_event
                 _check_tensor(b, "bias", x.dtype, 2, "799-800")
                 expect(tuple(b.shape) == (int(mask.shape[0]), hidden), "EP_HOST_ASSERT(bias.size(0) == "
                        "num_recv_tokens and bias.size(1) == hidden)", BUF.format(801))
-        need = intranode_combine_nvl_bytes(config, R, hidden * x.element_size(), num_topk)
+        need = 0 if capacity is not None else intranode_combine_nvl_bytes(config, R, hidden * x.element_size(),
+                                                                          num_topk)
         expect(need <= buf.num_nvl_bytes, "EP_HOST_ASSERT(queues + channels x ranks x num_max_nvl_chunked_recv_tokens "
                "x (hidden + index + top-k weights) <= num_nvl_bytes)", BUF.format("807-811"),
                f"{need:,} B > {buf.num_nvl_bytes:,} B")

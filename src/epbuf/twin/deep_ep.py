@@ -10,12 +10,13 @@ Use it where code imports ``deep_ep``::
     buffer = deep_ep.Buffer(group, num_nvl_bytes=..., num_rdma_bytes=...)
 
 Covered: intranode normal mode (``get_dispatch_layout``, ``dispatch`` with and without a
-cached handle, ``num_worst_tokens``, ``combine`` with weights and biases) and low-latency mode
+cached handle, ``num_worst_tokens``, ``combine`` with weights and biases), internode normal mode
+(more than 8 ranks, nodes of 8: :mod:`._deep_ep_internode`) and low-latency mode
 (``low_latency_dispatch`` BF16 / FP8 / ``round_scale`` / UE8M0, ``low_latency_combine``, zero
 copy, sync, ``async_finish`` and ``return_recv_hook``). Sizes and capacity checks come from
 :mod:`epbuf.backends.deepep_v1` (``Config``, the default config tables,
 ``get_low_latency_rdma_size_hint``, ``LowLatencyLayout``, the intranode NVL asserts). Not
-covered, refused in one line: internode normal mode (more than 8 ranks), shrink mode
+covered, refused in one line: shrink mode
 (``enable_shrink``), an ``mpi4py`` communicator instead of a group. ``use_logfmt`` combines
 in BF16 (upstream's LogFMT is a lossy 10-bit format: the twin's result is the exact one).
 DeepEP V2's ``ElasticBuffer`` (one node, non-expanding layout) is :mod:`._deep_ep_elastic`.
@@ -115,8 +116,6 @@ class Buffer:
                 assert num_qps_per_rank > 0
             expect(not enable_shrink, "epbuf.twin.deep_ep supports enable_shrink=False", "shrink mode (rank masking) "
                    "is not in the twin")
-            expect(low_latency_mode or R <= 8, "epbuf.twin.deep_ep: intranode normal mode (<= 8 ranks)",
-                   "internode normal mode is not in the twin")
             return [], None
 
         self._engine.agree("Buffer", 0, prepare)
@@ -239,6 +238,13 @@ class Buffer:
 
         config = self.get_dispatch_config(self.group_size) if config is None else config
         previous_event = getattr(previous_event, "event", None)
+        if self.get_num_rdma_ranks() > 1:
+            from ._deep_ep_internode import internode_dispatch
+
+            assert num_worst_tokens == 0, "Internode dispatch does not support `num_worst_tokens > 0`"
+            return internode_dispatch(self, x, handle, num_tokens_per_rank, num_tokens_per_rdma_rank,
+                                      is_token_in_rank, num_tokens_per_expert, topk_idx, topk_weights,
+                                      expert_alignment, config, previous_event, async_finish, allocate_on_comm_stream)
         x, x_scales = x if isinstance(x, tuple) else (x, None)
         if handle is not None:
             assert topk_idx is None and topk_weights is None
@@ -253,6 +259,11 @@ class Buffer:
 
         config = self.get_combine_config(self.group_size) if config is None else config
         previous_event = getattr(previous_event, "event", None)
+        if self.get_num_rdma_ranks() > 1:
+            from ._deep_ep_internode import internode_combine
+
+            return internode_combine(self, x, handle, topk_weights, bias, config, previous_event, async_finish,
+                                     allocate_on_comm_stream)
         return intranode_combine(self, x, handle, topk_weights, bias, config, previous_event, async_finish,
                                  allocate_on_comm_stream)
 
