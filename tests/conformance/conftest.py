@@ -48,6 +48,12 @@ class Tally:
         self.differ.append(entry)
         return False
 
+    def stale(self) -> list[str]:
+        """The exception entries of lines compared here that no longer differ: each must go."""
+        used = {(e["line"], e["argument"]) for e in self.excepted}
+        return [f"{line}: {argument}: listed in EXCEPTIONS but agrees now; remove the entry"
+                for line, argument in self.table if line in self.lines and (line, argument) not in used]
+
     def write(self) -> None:
         RESULTS.mkdir(parents=True, exist_ok=True)
         data = {"lines": len(self.lines), "arguments": self.arguments, "differ": len(self.differ),

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from _cli_run import run_cli  # noqa: E402  (tests/ is on the path through tests/conftest.py)
 
 from epbuf.engines.installed import compare, resolve
 
-ROOT = Path(__file__).resolve().parents[3]
 LAUNCH = ["torchrun", "--nproc-per-node", "8", "pretrain_gpt.py"]
 DSV3 = "--hidden-size 7168 --num-experts 256 --moe-router-topk 8"
 QWEN3 = "--hidden-size 4096 --num-experts 128 --moe-router-topk 8"
@@ -46,37 +44,21 @@ CORPUS = [
     ("default-allgather", f"{DSV3} --expert-model-parallel-size 16"),
 ]
 
-#: Lines whose differences are known, with the reason (each must still differ: a stale entry fails).
-EXCEPTIONS: dict[str, str] = {}
+#: ``(line id, argument) -> reason`` of known differences (each must still differ: a stale entry fails).
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
-def test_megatron_corpus(capsys):
-    arguments, differ, failures, seen_exceptions = 0, 0, [], []
+def test_megatron_corpus(capsys, tally_for):
+    tally, failures = tally_for("megatron", EXCEPTIONS), []
     for line_id, flags in CORPUS:
         installed = resolve("megatron", flags.split(), {})
         code, out, err = run_cli(capsys, "engine", "megatron", "--engine-version", "0.16.1", "--json", "--",
                                  *LAUNCH, *flags.split())
         assert code in (0, 1), err
         assert "refused" not in installed["resolved"], (line_id, installed["resolved"])
-        pairs = compare(installed, json.loads(out))
-        arguments += len(pairs)
-        bad = [p for p in pairs if p[1] != p[2]]
-        differ += len(bad)
-        if bad and line_id in EXCEPTIONS:
-            seen_exceptions.append(line_id)
-        elif bad:
-            failures.append(f"{line_id}: " + "; ".join(f"{n}: megatron-core {a!r}, epbuf {b!r}" for n, a, b in bad))
-        elif line_id in EXCEPTIONS:
-            failures.append(f"{line_id}: listed in EXCEPTIONS but agrees now; remove the entry")
-    results = ROOT / ".conformance" / "results"
-    results.mkdir(parents=True, exist_ok=True)
-    (results / "megatron.json").write_text(json.dumps({
-        "lines": len(CORPUS), "arguments": arguments, "differ": differ,
-        "exceptions": [{"line": k, "reason": EXCEPTIONS[k]} for k in seen_exceptions]}, indent=1) + "\n")
-    with capsys.disabled():
-        print(f"\nmegatron: {len(CORPUS)} lines, {arguments} arguments compared, {differ} differ "
-              f"({len(seen_exceptions)} listed exceptions)")
-    assert not failures, "\n".join(failures)
+        failures += [f"{line_id}: {n}: megatron-core {a!r}, epbuf {b!r}"
+                     for n, a, b in compare(installed, json.loads(out)) if not tally.compare(line_id, n, a, b)]
+    assert not failures + tally.stale(), "\n".join(failures + tally.stale())
 
 
 def test_from_installed(capsys):

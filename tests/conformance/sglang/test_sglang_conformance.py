@@ -19,7 +19,6 @@ from _cli_run import run_cli  # noqa: E402  (tests/ is on the path through tests
 
 from epbuf.engines.installed import compare
 
-ROOT = Path(__file__).resolve().parents[3]
 LAUNCH = ["python", "-m", "sglang.launch_server"]
 V2_TOKENS = "SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK"
 #: UCCL's SGLang scripts' DeepEP config (``ep/bench/sglang/common_deepep_config.sh``), as one word.
@@ -103,8 +102,8 @@ CORPUS = [
      "--chunked-prefill-size 4096", {}),
 ]
 
-#: Lines whose differences are known, with the reason (each must still differ: a stale entry fails).
-EXCEPTIONS: dict[str, str] = {}
+#: Known differences, with the reason (each must still differ: a stale entry fails, Tally.stale).
+EXCEPTIONS: dict[tuple[str, str], str] = {}  # (line id, argument) -> reason
 
 
 def _models(folder: Path) -> dict:
@@ -150,30 +149,15 @@ def _epbuf(capsys, words: str, env: dict, device: str, models: dict) -> dict:
     return json.loads(out)
 
 
-def test_sglang_corpus(tmp_path, capsys):
+def test_sglang_corpus(tmp_path, capsys, tally_for):
     models = _models(tmp_path)
     installed = _installed(CORPUS, models)
-    arguments, differ, failures, seen_exceptions = 0, 0, [], []
+    tally, failures = tally_for("sglang", EXCEPTIONS), []
     for line_id, device, words, env in CORPUS:
         pairs = compare(installed[line_id], _epbuf(capsys, words, env, device, models))
-        arguments += len(pairs)
-        bad = [p for p in pairs if p[1] != p[2]]
-        differ += len(bad)
-        if bad and line_id in EXCEPTIONS:
-            seen_exceptions.append(line_id)
-        elif bad:
-            failures.append(f"{line_id}: " + "; ".join(f"{n}: SGLang {a!r}, epbuf {b!r}" for n, a, b in bad))
-        elif line_id in EXCEPTIONS:
-            failures.append(f"{line_id}: listed in EXCEPTIONS but agrees now; remove the entry")
-    results = ROOT / ".conformance" / "results"
-    results.mkdir(parents=True, exist_ok=True)
-    (results / "sglang.json").write_text(json.dumps({
-        "lines": len(CORPUS), "arguments": arguments, "differ": differ,
-        "exceptions": [{"line": k, "reason": EXCEPTIONS[k]} for k in seen_exceptions]}, indent=1) + "\n")
-    with capsys.disabled():
-        print(f"\nsglang: {len(CORPUS)} lines, {arguments} arguments compared, {differ} differ "
-              f"({len(seen_exceptions)} listed exceptions)")
-    assert not failures, "\n".join(failures)
+        failures += [f"{line_id}: {n}: SGLang {a!r}, epbuf {b!r}" for n, a, b in pairs
+                     if not tally.compare(line_id, n, a, b)]
+    assert not failures + tally.stale(), "\n".join(failures + tally.stale())
 
 
 def test_launch_options_are_sglangs():
